@@ -1,0 +1,53 @@
+"""Sessions: ``shadow`` (the main job), ``tests``, ``slow``, ``lint``, ``typecheck``, ``bench``.
+
+Each session installs the project into its own virtualenv from pyproject.toml,
+so a fresh machine with Python 3.11+ and nox needs nothing else.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.sessions = ["tests"]
+
+
+@nox.session
+def shadow(session: nox.Session) -> None:
+    """The main job: shadow run on the bundled fixtures; reports in reports/latest/."""
+    session.install("-e", ".")
+    session.run("shadow", "run", "--fixtures", "fixtures", "--out", "reports/latest",
+                *session.posargs, success_codes=[0, 1])
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test suite (everything but the slow fault/soak set)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "not slow", *session.posargs)
+
+
+@nox.session
+def slow(session: nox.Session) -> None:
+    """Long fault-injection, crash and soak runs (not part of CI's test command)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "slow", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff>=0.5")
+    session.run("ruff", "check", "kernel", "shadow", "tests", "noxfile.py")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    session.install("-e", ".[typecheck]")
+    session.run("mypy", "--strict", "kernel")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks; writes reports/bench/latest.json (medians, ratios vs in-run baselines)."""
+    session.install("-e", ".")
+    session.run("python", "-m", "benchmarks", *session.posargs)

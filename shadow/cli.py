@@ -1,0 +1,85 @@
+"""Command-line entry point: parse, call one function, print.  No logic here."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from shadow import kernel_rpc
+from shadow.boundary import loads
+from shadow.errors import InputError, ShadowError
+
+EXIT_GO, EXIT_NOGO, EXIT_USAGE = 0, 1, 2
+
+
+def _stdin_bytes() -> bytes:
+    return sys.stdin.buffer.read()
+
+
+def _write(text: str) -> None:
+    sys.stdout.buffer.write(text.encode("utf-8") + b"\n")
+    sys.stdout.flush()
+
+
+def cmd_kernel_call(args: argparse.Namespace) -> int:
+    try:
+        params = loads(_stdin_bytes(), "<stdin>")
+    except InputError as exc:
+        _write(kernel_rpc.dumps({"error": exc.to_wire()}))
+        return EXIT_USAGE
+    out = kernel_rpc.call(args.method, params)
+    _write(kernel_rpc.dumps(out.get("result", out)))
+    return EXIT_USAGE if "error" in out else EXIT_GO
+
+
+def cmd_kernel_batch(args: argparse.Namespace) -> int:
+    text = _stdin_bytes().decode("utf-8", errors="replace")
+    for line in kernel_rpc.batch(text.splitlines()):
+        _write(line)
+    return EXIT_GO
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="shadow", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    k = sub.add_parser("kernel", help="drive the kernel with JSON (language-agnostic entry)")
+    ksub = k.add_subparsers(dest="kernel_command", required=True)
+    kc = ksub.add_parser("call", help="one JSON request on stdin -> one JSON result on stdout")
+    kc.add_argument("method")
+    kc.set_defaults(func=cmd_kernel_call)
+    kb = ksub.add_parser("batch", help='JSON Lines {"id","method","params"} on stdin')
+    kb.set_defaults(func=cmd_kernel_batch)
+
+    from shadow import commands  # registers run / codes / gate / report / diff when present
+
+    commands.add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse usage errors -> exit 2
+        return int(exc.code or 0) and EXIT_USAGE
+    try:
+        return int(args.func(args))
+    except InputError as exc:
+        print(f"shadow: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ShadowError as exc:
+        print(f"shadow: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("shadow: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # never a traceback to a user
+        print(f"shadow: internal error ({type(exc).__name__}); rerun with SHADOW_DEBUG=1",
+              file=sys.stderr)
+        import os
+
+        if os.environ.get("SHADOW_DEBUG"):
+            raise
+        return EXIT_USAGE
