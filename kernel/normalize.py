@@ -1,0 +1,645 @@
+"""ContextItem / MemoryRecord normalisation (design 108 §6), byte-compatible with the peer.
+
+``normalize_context_item(raw)`` and ``normalize_memory_record(raw)`` validate a raw
+wire object exactly as the peer's ``normalizeContextItem`` / ``normalizeMemoryRecord``
+do — same checks, same order, so the first fault reported is the peer's — and return
+the normalized wire dict with its ``digest``:
+
+* lengths are counted in UTF-16 code units (JavaScript ``String#length``);
+* integers must be safe integers (``Number.isSafeInteger``: ``5.0`` is ``5``,
+  ``true`` is not a number);
+* ``allowedSinks`` / ``tags`` / ``parentDigests`` / ``supersedes`` are sorted with the
+  peer's ``localeCompare("en")`` (:func:`peer_collation_key`);
+* timestamps are normalised by :func:`kernel.timestamps.parse_timestamp`;
+* a supplied ``digest`` must be well-formed (``invalid_argument``) and equal to the
+  recomputed one (``digest_mismatch``).
+
+Errors are :mod:`kernel.errors` exceptions with the peer's codes; values whose peer
+result depends on engine heuristics raise :class:`~kernel.errors.NonPortableValue`.
+The digest profile is a parameter (``"peer"`` reproduces the peer's bytes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from kernel import digest as _digest
+from kernel.errors import DigestMismatch, InvalidArgument, NonPortableValue
+from kernel.timestamps import parse_timestamp
+
+__all__ = [
+    "CONTEXT_ITEM_DOMAIN",
+    "CONTEXT_KINDS",
+    "MEMORY_RECORD_DOMAIN",
+    "contains_secret_material",
+    "identifier_collation_key",
+    "kernel_value_digest",
+    "keys_sort_canonically",
+    "normalize_context_item",
+    "normalize_memory_record",
+    "peer_collation_key",
+]
+
+CONTEXT_ITEM_DOMAIN: Final = "chainlesschain.context-item/v1"
+MEMORY_RECORD_DOMAIN: Final = "chainlesschain.memory-record/v1"
+MAX_SAFE_INTEGER: Final = 9_007_199_254_740_991
+
+CONTEXT_KINDS: Final = (
+    "system-policy",
+    "tool-schema",
+    "skill",
+    "task-state",
+    "message",
+    "tool-evidence",
+    "memory",
+    "project-rule",
+    "artifact-ref",
+)
+SCOPES: Final = frozenset({"turn", "session", "agent", "project", "user", "global"})
+SCOPE_ID_REQUIRED: Final = frozenset({"turn", "session", "agent", "project", "user"})
+TRUST: Final = frozenset({"host", "verified", "user", "external", "untrusted"})
+SENSITIVITY: Final = frozenset({"public", "internal", "personal", "secret", "restricted"})
+MEMORY_STATES: Final = frozenset(
+    {
+        "candidate",
+        "active",
+        "reinforced",
+        "superseded",
+        "archived",
+        "expired",
+        "deleted",
+        "purged",
+    }
+)
+RETENTION_MODES: Final = frozenset(
+    {"ephemeral", "session", "durable", "until_expired", "legal_hold"}
+)
+_KIND_SET: Final = frozenset(CONTEXT_KINDS)
+
+_IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,159}")
+_DIGEST = re.compile(r"sha256:[a-f0-9]{64}")
+
+_ITEM_FIELDS: Final = frozenset(
+    {
+        "schemaVersion",
+        "itemId",
+        "kind",
+        "scope",
+        "scopeId",
+        "sourceRef",
+        "provenance",
+        "trust",
+        "sensitivity",
+        "allowedSinks",
+        "tokenEstimate",
+        "priority",
+        "pinned",
+        "createdAt",
+        "expiresAt",
+        "digest",
+        "content",
+        "contentRef",
+        "binding",
+    }
+)
+_SOURCE_REF_FIELDS: Final = frozenset({"store", "id", "revision", "eventSequence", "digest", "uri"})
+_PROVENANCE_FIELDS: Final = frozenset(
+    {"source", "actor", "observedAt", "parentDigests", "degraded"}
+)
+_CONTENT_REF_FIELDS: Final = frozenset(
+    {
+        "store",
+        "objectId",
+        "digest",
+        "byteLength",
+        "mimeType",
+        "summary",
+        "recoverable",
+        "accessPolicy",
+    }
+)
+_BINDING_FIELDS: Final = frozenset(
+    {
+        "taskState",
+        "toolCallId",
+        "toolRole",
+        "toolOutcome",
+        "approvalId",
+        "questionId",
+        "humanTaskId",
+        "requiredForRecovery",
+        "cwdIdentity",
+        "worktreeIdentity",
+        "permissionCeilingDigest",
+        "budgetRevision",
+    }
+)
+_RETENTION_FIELDS: Final = frozenset({"mode", "expiresAt", "maxAgeDays", "legalHoldId"})
+_MEMORY_FIELDS: Final = frozenset(
+    {
+        "schemaVersion",
+        "memoryId",
+        "scope",
+        "scopeId",
+        "category",
+        "content",
+        "contentRef",
+        "summary",
+        "provenance",
+        "evidenceRefs",
+        "confidence",
+        "importance",
+        "tags",
+        "sensitivity",
+        "allowedSinks",
+        "state",
+        "retentionPolicy",
+        "createdAt",
+        "updatedAt",
+        "lastAccessedAt",
+        "accessCount",
+        "supersedes",
+        "revision",
+        "digest",
+        "deletionFence",
+    }
+)
+_MISSING: Any = object()
+
+# --- digests of kernel-built values ----------------------------------------------------------
+
+
+def keys_sort_canonically(key_sets: Iterable[frozenset[str]]) -> bool:
+    """True if, for every key set, plain byte order equals the peer's key order (and so
+    also RFC 8785's UTF-16 order, the keys being ASCII)."""
+    try:
+        return all(
+            all(key.isascii() for key in keys)
+            and tuple(sorted(keys)) == tuple(_digest.peer_key_order(sorted(keys)))
+            for keys in key_sets
+        )
+    except Exception:  # a refusal means: not provably canonical
+        return False
+
+
+_ENCODE = _digest.ENCODERS.get("orjson")
+
+
+def kernel_value_digest(
+    value: Any, domain: str, profile: _digest.Profile, keys_canonical: bool
+) -> str:
+    """``kernel.digest.digest(value, domain, profile)`` for a value the kernel built.
+
+    Precondition (the caller's): every dict key of ``value`` comes from key sets for
+    which :func:`keys_sort_canonically` holds (``keys_canonical``), and its scalars are
+    strings, booleans and integers within ±2**53 (no floats).  Then the canonical JSON
+    of both profiles is the sorted-keys output of the encoder ``kernel.digest`` uses for
+    its own fast paths; strings with lone surrogates (which the encoder refuses) and any
+    other case go to ``kernel.digest.digest``.
+    """
+    if keys_canonical and _ENCODE is not None and profile in ("peer", "jcs"):
+        try:
+            body = _ENCODE(value, True)
+        except (TypeError, ValueError):
+            return _digest.digest(value, domain, profile)
+        return (
+            _digest.DIGEST_PREFIX
+            + hashlib.sha256(domain.encode("utf-8") + b"\x00" + body).hexdigest()
+        )
+    return _digest.digest(value, domain, profile)
+
+
+# --- peer collation (String#localeCompare(other, "en"), ICU root, tertiary strength) -----
+# Order of the ASCII characters with a primary weight; letters share one primary per case
+# pair (lower case first at the tertiary level).  C0 controls other than TAB..CR and DEL
+# are completely ignorable.  Generated from Node v20.20.2 / ICU 78.2 and checked against it.
+_ASCII_PRIMARY_ORDER: Final = "\t\n\x0b\x0c\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789"
+_PRIMARY_TABLE = bytearray(range(256))
+_TERTIARY_TABLE = bytearray(b"0" * 256)
+for _rank, _ch in enumerate(_ASCII_PRIMARY_ORDER):
+    _PRIMARY_TABLE[ord(_ch)] = 0x21 + _rank
+for _i, _lower in enumerate("abcdefghijklmnopqrstuvwxyz"):
+    _PRIMARY_TABLE[ord(_lower)] = _PRIMARY_TABLE[ord(_lower.upper())] = (
+        0x21 + len(_ASCII_PRIMARY_ORDER) + _i
+    )
+    _TERTIARY_TABLE[ord(_lower.upper())] = ord("1")
+_PRIMARY: Final = bytes(_PRIMARY_TABLE)
+_TERTIARY: Final = bytes(_TERTIARY_TABLE)
+_IGNORABLE: Final = bytes((*range(0x00, 0x09), *range(0x0E, 0x20), 0x7F))
+
+
+def peer_collation_key(text: str) -> bytes:
+    """Sort key equal to the peer's ``localeCompare(other, "en")`` order for ASCII text.
+
+    The key is the primary weights, a ``0x00`` separator, then the tertiary (case)
+    weights.  Strings that compare equal (they differ only in ignorable controls) get
+    equal keys, so a stable sort keeps their input order, as V8's stable sort does.
+    Non-ASCII text collates by ICU tables we do not reimplement: :class:`NonPortableValue`.
+    """
+    try:
+        raw = text.encode("ascii")
+    except UnicodeEncodeError:
+        raise NonPortableValue(
+            "ordering of non-ASCII text follows ICU collation tables; not portable",
+            details={"value": text[:64]},
+        ) from None
+    return raw.translate(_PRIMARY, _IGNORABLE) + b"\x00" + raw.translate(_TERTIARY, _IGNORABLE)
+
+
+def identifier_collation_key(identifier: str) -> bytes:
+    """:func:`peer_collation_key` of a validated identifier (ASCII, no ignorables)."""
+    raw = identifier.encode("ascii")
+    return raw.translate(_PRIMARY) + b"\x00" + raw.translate(_TERTIARY)
+
+
+# --- scalar checks (messages and details follow the peer) ---------------------------------
+
+
+def _u16len(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _object(value: Any, label: str) -> Mapping[str, Any]:
+    if isinstance(value, dict | Mapping):
+        return value
+    raise InvalidArgument(f"{label} must be an object", details={"field": label})
+
+
+def _known(value: Mapping[str, Any], fields: frozenset[str], label: str) -> None:
+    if not fields.issuperset(value):
+        unknown = [key for key in value if key not in fields]
+        raise InvalidArgument(
+            f"{label} contains unknown fields", details={"field": label, "unknown": unknown}
+        )
+
+
+def _string(value: Any, field: str, lo: int = 0, hi: int = 4096) -> str:
+    if type(value) is str:
+        n = len(value)
+        if lo <= n and 2 * n <= hi:
+            return value
+        if lo <= _u16len(value) <= hi:
+            return value
+    elif isinstance(value, str):
+        return _string(str(value), field, lo, hi)
+    raise InvalidArgument(
+        f"{field} must be a string between {lo} and {hi} characters", details={"field": field}
+    )
+
+
+def _identifier(value: Any, field: str) -> str:
+    text = _string(value, field, 1, 160)
+    if _IDENTIFIER.fullmatch(text) is None:
+        raise InvalidArgument(f"{field} is not a safe identifier", details={"field": field})
+    return text
+
+
+def _digest_value(value: Any, field: str = "digest") -> str:
+    text = _string(value, field, 71, 71)
+    if _DIGEST.fullmatch(text) is None:
+        raise InvalidArgument(f"{field} must be a sha256 digest", details={"field": field})
+    return text
+
+
+def _integer(value: Any, field: str, lo: int = 0, hi: int = MAX_SAFE_INTEGER) -> int:
+    kind = type(value)
+    integral = kind is int or (kind is float and value.is_integer())  # Number.isSafeInteger
+    if integral and lo <= value <= hi and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return int(value)
+    raise InvalidArgument(
+        f"{field} must be an integer between {lo} and {hi}", details={"field": field}
+    )
+
+
+def _number(value: Any, field: str, lo: float = 0, hi: float = 1) -> int | float:
+    kind = type(value)
+    if (kind is int or kind is float) and lo <= value <= hi:  # NaN fails the comparison
+        return int(value) if kind is float and value.is_integer() else value
+    raise InvalidArgument(
+        f"{field} must be a finite number between {lo:g} and {hi:g}", details={"field": field}
+    )
+
+
+def _boolean(value: Any, field: str) -> bool:
+    if value is True or value is False:
+        return bool(value)
+    raise InvalidArgument(f"{field} must be a boolean", details={"field": field})
+
+
+def _timestamp(value: Any, field: str) -> str:
+    return parse_timestamp(_string(value, field, 20, 64), field)[1]
+
+
+def _array(value: Any) -> bool:
+    return isinstance(value, list | tuple)
+
+
+def _string_set(
+    value: Any, field: str, min_items: int = 0, max_items: int = 128, item_max: int = 160
+) -> list[str]:
+    if not _array(value) or not min_items <= len(value) <= max_items:
+        raise InvalidArgument(
+            f"{field} must contain {min_items}-{max_items} strings", details={"field": field}
+        )
+    output = [_string(entry, f"{field}[{i}]", 1, item_max) for i, entry in enumerate(value)]
+    if len(set(output)) != len(output):
+        raise InvalidArgument(f"{field} must not contain duplicates", details={"field": field})
+    if len(output) > 1:
+        output.sort(key=peer_collation_key)
+    return output
+
+
+def _scope(scope: Any, scope_id: Any, field: str = "scope") -> tuple[str, str | None]:
+    if type(scope) is not str or scope not in SCOPES:
+        raise InvalidArgument(f"{field} is invalid", details={"field": field, "scope": scope})
+    if scope in SCOPE_ID_REQUIRED:
+        return scope, _identifier(None if scope_id is _MISSING else scope_id, f"{field}Id")
+    if scope_id is not _MISSING and scope_id is not None:
+        raise InvalidArgument(
+            "global scope must not include scopeId", details={"field": f"{field}Id"}
+        )
+    return scope, None
+
+
+# --- nested objects -----------------------------------------------------------------------
+
+
+def _source_ref(raw: Any, field: str = "sourceRef") -> dict[str, Any]:
+    value = _object(raw, field)
+    _known(value, _SOURCE_REF_FIELDS, field)
+    out: dict[str, Any] = {
+        "store": _identifier(value.get("store"), f"{field}.store"),
+        "id": _identifier(value.get("id"), f"{field}.id"),
+    }
+    if (v := value.get("revision", _MISSING)) is not _MISSING:
+        out["revision"] = _integer(v, f"{field}.revision")
+    if (v := value.get("eventSequence", _MISSING)) is not _MISSING:
+        out["eventSequence"] = _integer(v, f"{field}.eventSequence")
+    if (v := value.get("digest", _MISSING)) is not _MISSING:
+        out["digest"] = _digest_value(v, f"{field}.digest")
+    if (v := value.get("uri", _MISSING)) is not _MISSING:
+        out["uri"] = _string(v, f"{field}.uri", 1, 4096)
+    return out
+
+
+def _provenance(raw: Any, field: str = "provenance") -> dict[str, Any]:
+    value = _object(raw, field)
+    _known(value, _PROVENANCE_FIELDS, field)
+    out: dict[str, Any] = {"source": _identifier(value.get("source"), f"{field}.source")}
+    if (v := value.get("actor", _MISSING)) is not _MISSING:
+        out["actor"] = _identifier(v, f"{field}.actor")
+    out["observedAt"] = _timestamp(value.get("observedAt"), f"{field}.observedAt")
+    if (v := value.get("parentDigests", _MISSING)) is not _MISSING:
+        entries = _string_set(v, f"{field}.parentDigests", 0, 128, 71)
+        out["parentDigests"] = [_digest_value(e, f"{field}.parentDigests") for e in entries]
+    if (v := value.get("degraded", _MISSING)) is not _MISSING:
+        out["degraded"] = _boolean(v, f"{field}.degraded")
+    return out
+
+
+def _content_ref(raw: Any, field: str = "contentRef") -> dict[str, Any]:
+    value = _object(raw, field)
+    _known(value, _CONTENT_REF_FIELDS, field)
+    out: dict[str, Any] = {
+        "store": _identifier(value.get("store"), f"{field}.store"),
+        "objectId": _identifier(value.get("objectId"), f"{field}.objectId"),
+        "digest": _digest_value(value.get("digest"), f"{field}.digest"),
+        "byteLength": _integer(value.get("byteLength"), f"{field}.byteLength", 0, 1024**4),
+    }
+    if (v := value.get("mimeType", _MISSING)) is not _MISSING:
+        out["mimeType"] = _string(v, f"{field}.mimeType", 1, 256)
+    out["summary"] = _string(value.get("summary"), f"{field}.summary", 1, 16 * 1024)
+    out["recoverable"] = _boolean(value.get("recoverable"), f"{field}.recoverable")
+    if (v := value.get("accessPolicy", _MISSING)) is not _MISSING:
+        out["accessPolicy"] = _identifier(v, f"{field}.accessPolicy")
+    return out
+
+
+_TASK_STATES: Final = frozenset({"pending", "running", "waiting", "terminal"})
+_TOOL_ROLES: Final = frozenset({"call", "result"})
+_TOOL_OUTCOMES: Final = frozenset({"pending", "succeeded", "failed", "unknown"})
+
+
+def _binding(raw: Any, field: str = "binding") -> dict[str, Any]:
+    value = _object(raw, field)
+    _known(value, _BINDING_FIELDS, field)
+    out: dict[str, Any] = {}
+    if (v := value.get("taskState", _MISSING)) is not _MISSING:
+        if type(v) is not str or v not in _TASK_STATES:
+            raise InvalidArgument(
+                f"{field}.taskState is invalid", details={"field": f"{field}.taskState"}
+            )
+        out["taskState"] = v
+    if (v := value.get("toolCallId", _MISSING)) is not _MISSING:
+        out["toolCallId"] = _identifier(v, f"{field}.toolCallId")
+    if (v := value.get("toolRole", _MISSING)) is not _MISSING:
+        if type(v) is not str or v not in _TOOL_ROLES:
+            raise InvalidArgument(f"{field}.toolRole is invalid")
+        out["toolRole"] = v
+    if (v := value.get("toolOutcome", _MISSING)) is not _MISSING:
+        if type(v) is not str or v not in _TOOL_OUTCOMES:
+            raise InvalidArgument(f"{field}.toolOutcome is invalid")
+        out["toolOutcome"] = v
+    if (out.get("toolRole") or out.get("toolOutcome")) and not out.get("toolCallId"):
+        raise InvalidArgument("toolRole/toolOutcome requires toolCallId", details={"field": field})
+    for key in ("approvalId", "questionId", "humanTaskId", "cwdIdentity", "worktreeIdentity"):
+        if (v := value.get(key, _MISSING)) is not _MISSING:
+            out[key] = _identifier(v, f"{field}.{key}")
+    if (v := value.get("permissionCeilingDigest", _MISSING)) is not _MISSING:
+        out["permissionCeilingDigest"] = _digest_value(v, f"{field}.permissionCeilingDigest")
+    if (v := value.get("budgetRevision", _MISSING)) is not _MISSING:
+        out["budgetRevision"] = _integer(v, f"{field}.budgetRevision")
+    if (v := value.get("requiredForRecovery", _MISSING)) is not _MISSING:
+        out["requiredForRecovery"] = _boolean(v, f"{field}.requiredForRecovery")
+    return out
+
+
+#: Every dict a normalized ContextItem holds uses these key sets.
+ITEM_KEYS_CANONICAL: Final = keys_sort_canonically(
+    (_ITEM_FIELDS, _SOURCE_REF_FIELDS, _PROVENANCE_FIELDS, _CONTENT_REF_FIELDS, _BINDING_FIELDS)
+)
+_MEMORY_KEYS_CANONICAL: Final = False  # records hold floats (confidence): exact path
+
+
+# --- ContextItem --------------------------------------------------------------------------
+
+
+def _is_one(value: Any) -> bool:
+    return (type(value) is int or type(value) is float) and value == 1
+
+
+def normalize_context_item(raw: Any, *, profile: _digest.Profile = "peer") -> dict[str, Any]:
+    """The peer's ``normalizeContextItem``: validated wire dict with ``digest``."""
+    value = _object(raw, "ContextItem")
+    _known(value, _ITEM_FIELDS, "ContextItem")
+    get = value.get
+    if not _is_one(get("schemaVersion")):
+        raise InvalidArgument("ContextItem schemaVersion must be 1")
+    kind = get("kind")
+    if type(kind) is not str or kind not in _KIND_SET:
+        raise InvalidArgument("ContextItem kind is invalid", details={"kind": kind})
+    trust = get("trust")
+    if type(trust) is not str or trust not in TRUST:
+        raise InvalidArgument("ContextItem trust is invalid", details={"trust": trust})
+    sensitivity = get("sensitivity")
+    if type(sensitivity) is not str or sensitivity not in SENSITIVITY:
+        raise InvalidArgument(
+            "ContextItem sensitivity is invalid", details={"sensitivity": sensitivity}
+        )
+    if ("content" in value) == ("contentRef" in value):
+        raise InvalidArgument("ContextItem must contain exactly one of content or contentRef")
+    item_id = _identifier(get("itemId"), "itemId")
+    scope, scope_id = _scope(get("scope"), get("scopeId", _MISSING))
+    out: dict[str, Any] = {"schemaVersion": 1, "itemId": item_id, "kind": kind, "scope": scope}
+    if scope_id is not None:
+        out["scopeId"] = scope_id
+    out["sourceRef"] = _source_ref(get("sourceRef"))
+    out["provenance"] = _provenance(get("provenance"))
+    out["trust"] = trust
+    out["sensitivity"] = sensitivity
+    out["allowedSinks"] = _string_set(get("allowedSinks"), "allowedSinks", 1, 128, 128)
+    out["tokenEstimate"] = _integer(get("tokenEstimate"), "tokenEstimate", 1, 16_777_216)
+    out["priority"] = _integer(get("priority"), "priority", 0, 1_000_000)
+    out["pinned"] = _boolean(get("pinned"), "pinned")
+    out["createdAt"] = _timestamp(get("createdAt"), "createdAt")
+    if "expiresAt" in value:
+        out["expiresAt"] = _timestamp(value["expiresAt"], "expiresAt")
+    if "binding" in value:
+        out["binding"] = _binding(value["binding"])
+    if "content" in value:
+        out["content"] = _string(value["content"], "content", 0, 4 * 1024 * 1024)
+    else:
+        out["contentRef"] = _content_ref(value["contentRef"])
+    digest = kernel_value_digest(out, CONTEXT_ITEM_DOMAIN, profile, ITEM_KEYS_CANONICAL)
+    supplied = get("digest", _MISSING)
+    if supplied is not _MISSING and _digest_value(supplied) != digest:
+        raise DigestMismatch(
+            "ContextItem digest does not match canonical content", details={"itemId": item_id}
+        )
+    out["digest"] = digest
+    return out
+
+
+# --- MemoryRecord -------------------------------------------------------------------------
+
+# JavaScript ``\s`` and the ``/iu`` word class (``ſ`` U+017F and ``K`` U+212A fold into it).
+_JS_SPACE: Final = (
+    "[\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]"
+)
+_JS_WORD: Final = "[A-Za-z0-9_\\u017f\\u212a]"
+_JS_B: Final = f"(?:(?<={_JS_WORD})(?!{_JS_WORD})|(?<!{_JS_WORD})(?={_JS_WORD}))"
+_SECRET_PATTERNS: Final = tuple(
+    re.compile(p.replace("\\s", _JS_SPACE).replace("\\b", _JS_B), re.IGNORECASE)
+    for p in (
+        r"-----BEGIN (?:RSA |EC |OPENSSH )?PRIVATE KEY-----",
+        r"\bBearer\s+[A-Za-z0-9._~+/=-]{16,}\b",
+        r"\b(?:api[_-]?key|access[_-]?token|client[_-]?secret)\s*[:=]\s*[\"']?[A-Za-z0-9._~+/=-]{12,}",
+        r"\b(?:recovery|backup)\s+code\s*[:=]\s*[A-Za-z0-9 -]{8,}",
+        r"\b(?:session|auth)(?:id|_token)?\s*=\s*[A-Za-z0-9%._~+/=-]{16,}",
+    )
+)
+
+
+def contains_secret_material(content: str) -> bool:
+    """The peer's secret-material detector (same patterns, JavaScript ``/iu`` semantics)."""
+    return any(p.search(content) is not None for p in _SECRET_PATTERNS)
+
+
+def _retention(raw: Any) -> dict[str, Any]:
+    value = _object(raw, "retentionPolicy")
+    _known(value, _RETENTION_FIELDS, "retentionPolicy")
+    mode = value.get("mode")
+    if type(mode) is not str or mode not in RETENTION_MODES:
+        raise InvalidArgument("retentionPolicy.mode is invalid")
+    if mode == "until_expired" and "expiresAt" not in value:
+        raise InvalidArgument("until_expired retention requires expiresAt")
+    if mode == "legal_hold" and "legalHoldId" not in value:
+        raise InvalidArgument("legal_hold retention requires legalHoldId")
+    out: dict[str, Any] = {"mode": mode}
+    if "expiresAt" in value:
+        out["expiresAt"] = _timestamp(value["expiresAt"], "retentionPolicy.expiresAt")
+    if "maxAgeDays" in value:
+        out["maxAgeDays"] = _integer(value["maxAgeDays"], "retentionPolicy.maxAgeDays", 1, 365_000)
+    if "legalHoldId" in value:
+        out["legalHoldId"] = _identifier(value["legalHoldId"], "retentionPolicy.legalHoldId")
+    return out
+
+
+def _evidence_refs(raw: Any) -> list[dict[str, Any]]:
+    if not _array(raw) or not 1 <= len(raw) <= 128:
+        raise InvalidArgument("evidenceRefs must contain 1-128 entries")
+    return [_source_ref(entry, f"evidenceRefs[{i}]") for i, entry in enumerate(raw)]
+
+
+def normalize_memory_record(raw: Any, *, profile: _digest.Profile = "peer") -> dict[str, Any]:
+    """The peer's ``normalizeMemoryRecord``: validated wire dict with ``digest``."""
+    value = _object(raw, "MemoryRecord")
+    _known(value, _MEMORY_FIELDS, "MemoryRecord")
+    get = value.get
+    if not _is_one(get("schemaVersion")):
+        raise InvalidArgument("MemoryRecord schemaVersion must be 1")
+    state = get("state")
+    if type(state) is not str or state not in MEMORY_STATES:
+        raise InvalidArgument("MemoryRecord state is invalid", details={"state": state})
+    sensitivity = get("sensitivity")
+    if type(sensitivity) is not str or sensitivity not in SENSITIVITY:
+        raise InvalidArgument("MemoryRecord sensitivity is invalid")
+    tombstoned = state in ("deleted", "purged")
+    content = _string(get("content"), "content", 0 if tombstoned else 1, 4 * 1024 * 1024)
+    if not tombstoned and contains_secret_material(content):
+        raise InvalidArgument(
+            "MemoryRecord content appears to contain secret material", details={"field": "content"}
+        )
+    if tombstoned:
+        if content != "":
+            raise InvalidArgument("deleted/purged MemoryRecord content must be empty")
+        if "summary" in value:
+            raise InvalidArgument("deleted/purged MemoryRecord must not retain summary")
+        if "contentRef" in value:
+            raise InvalidArgument("deleted/purged MemoryRecord must not retain contentRef")
+        if "deletionFence" not in value:
+            raise InvalidArgument("deleted/purged MemoryRecord requires deletionFence")
+    memory_id = _identifier(get("memoryId"), "memoryId")
+    scope, scope_id = _scope(get("scope"), get("scopeId", _MISSING))
+    out: dict[str, Any] = {"schemaVersion": 1, "memoryId": memory_id, "scope": scope}
+    if scope_id is not None:
+        out["scopeId"] = scope_id
+    out["category"] = _identifier(get("category"), "category")
+    out["content"] = content
+    if "contentRef" in value:
+        out["contentRef"] = _content_ref(value["contentRef"])
+    if "summary" in value:
+        out["summary"] = _string(value["summary"], "summary", 1, 16 * 1024)
+    out["provenance"] = _provenance(get("provenance"))
+    out["evidenceRefs"] = _evidence_refs(get("evidenceRefs"))
+    out["confidence"] = _number(get("confidence"), "confidence")
+    out["importance"] = _number(get("importance"), "importance")
+    out["tags"] = _string_set(get("tags"), "tags", 0, 128, 128)
+    out["sensitivity"] = sensitivity
+    out["allowedSinks"] = _string_set(get("allowedSinks"), "allowedSinks", 1, 128, 128)
+    out["state"] = state
+    out["retentionPolicy"] = _retention(get("retentionPolicy"))
+    out["createdAt"] = _timestamp(get("createdAt"), "createdAt")
+    out["updatedAt"] = _timestamp(get("updatedAt"), "updatedAt")
+    if "lastAccessedAt" in value:
+        out["lastAccessedAt"] = _timestamp(value["lastAccessedAt"], "lastAccessedAt")
+    out["accessCount"] = _integer(get("accessCount"), "accessCount")
+    if "supersedes" in value:
+        entries = _string_set(value["supersedes"], "supersedes", 0, 128, 160)
+        out["supersedes"] = [_identifier(e, "supersedes") for e in entries]
+    out["revision"] = _integer(get("revision"), "revision", 1)
+    if "deletionFence" in value:
+        out["deletionFence"] = _identifier(value["deletionFence"], "deletionFence")
+    digest = kernel_value_digest(out, MEMORY_RECORD_DOMAIN, profile, _MEMORY_KEYS_CANONICAL)
+    supplied = get("digest", _MISSING)
+    if supplied is not _MISSING and _digest_value(supplied) != digest:
+        raise DigestMismatch(
+            "MemoryRecord digest does not match canonical content", details={"memoryId": memory_id}
+        )
+    out["digest"] = digest
+    return out
