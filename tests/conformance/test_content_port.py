@@ -1,0 +1,192 @@
+"""ContentPort conformance over the in-memory model and the filesystem store."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import re
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kernel.adapters.fs_content import MIB, FsContentPort
+from kernel.adapters.memory_content import InMemoryContentPort
+from kernel.errors import ContentUnavailable, DigestMismatch, KernelError, ScopeDenied, SinkDenied
+from kernel.ports import AccessContext, ContentPolicy, ContentPort, ContentRef
+
+POLICY = ContentPolicy(
+    scope="session",
+    scope_id="s1",
+    sensitivity="personal",
+    allowed_sinks=("provider.local",),
+    mime_type="text/plain",
+    summary="tool output",
+)
+READER = AccessContext(
+    scope="session", scope_id="s1", sink="provider.local", now="2026-08-20T00:00:00.000Z"
+)
+
+
+@pytest.fixture(params=["memory", "fs"])
+def port(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "memory":
+        return InMemoryContentPort()
+    return FsContentPort(tmp_path / "content", chunk_size=MIB)
+
+
+def test_ports_satisfy_the_protocol(port: Any) -> None:
+    assert isinstance(port, ContentPort)
+
+
+@pytest.mark.parametrize("shape", ["bytes", "file", "chunks"])
+def test_put_get_round_trip(port: Any, shape: str) -> None:
+    data = b"result line\n" * 50_000
+    source: Any = {
+        "bytes": data,
+        "file": io.BytesIO(data),
+        "chunks": iter([data[:100], data[100:300_001], data[300_001:]]),
+    }[shape]
+    ref = port.put(source, POLICY)
+    assert ref.digest == "sha256:" + hashlib.sha256(data).hexdigest()
+    assert ref.byte_length == len(data) and ref.recoverable and ref.mime_type == "text/plain"
+    assert re.fullmatch(r"[0-9a-f]{64}\.[0-9a-f]{16}", ref.object_id)  # Windows-safe
+    assert port.get(ref, READER) == data
+    assert ContentRef.from_wire(ref.to_wire()) == ref
+
+
+def test_missing_and_purged_objects_are_unavailable(port: Any) -> None:
+    ref = port.put(b"abc", POLICY)
+    ghost = ContentRef("x", "f" * 64 + "." + "0" * 16, "sha256:" + "f" * 64, 3, "s")
+    with pytest.raises(ContentUnavailable):
+        port.get(ghost, READER)
+    receipt = port.purge(ref, "fence-1")
+    assert receipt.status == "purged" and receipt.existed and receipt.fence == "fence-1"
+    with pytest.raises(ContentUnavailable) as info:
+        port.get(ref, READER)
+    assert info.value.code == "content_unavailable"
+    assert port.purge(ref, "fence-1").existed is False
+
+
+def test_a_ref_with_the_wrong_digest_is_refused(port: Any) -> None:
+    ref = port.put(b"payload", POLICY)
+    forged = ContentRef(
+        ref.store, ref.object_id, "sha256:" + "0" * 64, ref.byte_length, ref.summary
+    )
+    with pytest.raises(DigestMismatch) as info:
+        port.get(forged, READER)
+    assert info.value.code == "digest_mismatch"
+
+
+def test_corrupted_blob_is_digest_mismatch(tmp_path: Path) -> None:
+    port = FsContentPort(tmp_path / "c")
+    ref = port.put(b"original bytes", POLICY)
+    (blob,) = port.blobs()
+    blob.write_bytes(b"tampered bytes")
+    with pytest.raises(DigestMismatch):
+        port.get(ref, READER)
+    blob.unlink()
+    with pytest.raises(ContentUnavailable):
+        port.get(ref, READER)
+
+
+def test_read_back_rechecks_scope_sensitivity_sinks_expiry_and_approval(port: Any) -> None:
+    ref = port.put(b"x", POLICY)
+    with pytest.raises(ScopeDenied):
+        port.get(ref, AccessContext("session", "s2", "provider.local"))
+    with pytest.raises(ScopeDenied):
+        port.get(ref, AccessContext("session", "s1", "provider.local", clearance="internal"))
+    with pytest.raises(SinkDenied):
+        port.get(ref, AccessContext("session", "s1", "provider.cloud"))
+    expiring = ContentPolicy(scope="session", scope_id="s1", expires_at="2026-01-01T00:00:00.000Z")
+    with pytest.raises(ContentUnavailable):
+        port.get(port.put(b"y", expiring), READER)
+    gated = ContentPolicy(scope="session", scope_id="s1", requires_approval=True)
+    gated_ref = port.put(b"z", gated)
+    with pytest.raises(KernelError) as info:
+        port.get(gated_ref, READER)
+    assert info.value.code == "approval_required"
+    approved = AccessContext("session", "s1", "provider.local", approved=True)
+    assert port.get(gated_ref, approved) == b"z"
+
+
+def test_summary_never_hides_truncation_expiry_or_approval(port: Any) -> None:
+    policy = ContentPolicy(
+        summary="build log",
+        truncated=True,
+        expires_at="2027-01-01T00:00:00.000Z",
+        requires_approval=True,
+    )
+    summary = port.put(b"log", policy).summary
+    assert "build log" in summary and "[truncated]" in summary
+    assert "2027-01-01" in summary and "approval" in summary
+
+
+def test_same_bytes_are_stored_once_but_keep_both_policies(tmp_path: Path) -> None:
+    port = FsContentPort(tmp_path / "c")
+    a = port.put(b"shared", POLICY)
+    b = port.put(b"shared", ContentPolicy(scope="session", scope_id="s9"))
+    assert a.digest == b.digest and a.object_id != b.object_id
+    assert len(list(port.blobs())) == 1
+    port.purge(a, "f")
+    assert port.get(b, AccessContext("session", "s9", "x")) == b"shared"
+    port.purge(b, "f")
+    assert list(port.blobs()) == []
+
+
+def test_put_leaves_no_temp_files_and_sweeps_crash_leftovers(tmp_path: Path) -> None:
+    port = FsContentPort(tmp_path / "c")
+    port.put(b"abc" * 1000, POLICY)
+    assert list((tmp_path / "c" / "tmp").iterdir()) == []
+    (tmp_path / "c" / "tmp" / "tmp-1-dead").write_bytes(b"partial")
+    assert port.sweep_temps() == 1
+
+
+def test_chunk_size_is_bounded(tmp_path: Path) -> None:
+    with pytest.raises(KernelError):
+        FsContentPort(tmp_path / "c", chunk_size=64)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(0, 3000), max_size=5))
+def test_chunking_never_changes_the_ref(tmp_path: Path, data: bytes, cuts: list[int]) -> None:
+    port = FsContentPort(tmp_path / "h", durable=False)
+    bounds = sorted({0, len(data), *[c for c in cuts if c <= len(data)]})
+    chunks = [data[a:b] for a, b in itertools.pairwise(bounds)]
+    whole = port.put(data, POLICY)
+    pieces = port.put(iter(chunks), POLICY)
+    assert whole == pieces
+    assert port.get(pieces, READER) == data
+
+
+def test_a_100_mib_result_is_never_held_twice(tmp_path: Path) -> None:
+    size = 100 * MIB
+    data = bytes(size)  # allocated before tracing starts: the caller's copy
+    port = FsContentPort(tmp_path / "big", chunk_size=4 * MIB, durable=False)
+    tracemalloc.start()
+    try:
+        ref = port.put(data, POLICY)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert ref.byte_length == size
+    assert peak < 2 * 4 * MIB + 16 * MIB, peak
+
+    def stream() -> Any:
+        for _ in range(size // (4 * MIB)):
+            yield bytes(4 * MIB)
+
+    tracemalloc.start()
+    try:
+        streamed = port.put(stream(), POLICY)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert streamed.digest == ref.digest
+    assert peak < 3 * 4 * MIB + 16 * MIB, peak
