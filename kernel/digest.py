@@ -149,10 +149,17 @@ def peer_key_order(keys: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     Raises ``NonPortableValue`` for a non-index key outside the portable alphabet.
     """
     order = _peer_order(tuple(keys))
-    if order is None:
-        bad = next(k for k in keys if not _is_array_index(k) and not peer_portable_key(k))
-        raise _non_portable_key(bad, "$")
-    return order
+    if order is not None:
+        return order
+    for key in keys:
+        if not isinstance(key, str):
+            raise InvalidArgument(
+                "canonical JSON object keys must be strings",
+                details={"type": type(key).__name__, "profile": "peer"},
+            )
+        if not _is_array_index(key) and not peer_portable_key(key):
+            raise _non_portable_key(key, "$")
+    raise AssertionError("unreachable: _peer_order refused portable keys")  # pragma: no cover
 
 
 # --------------------------------------------------------------------------- dispatch

@@ -29,7 +29,7 @@ VECTORS = ROOT / "tests" / "vectors" / "digests.json"
 GENERATOR = ROOT / "tests" / "vectors" / "make_digest_vectors.py"
 ENCODERS = sorted(D.ENCODERS)
 PROPERTY = settings(
-    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
