@@ -37,7 +37,7 @@ def slow(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     session.install("ruff>=0.5")
-    session.run("ruff", "check", "kernel", "shadow", "tests", "noxfile.py")
+    session.run("ruff", "check", "kernel", "shadow", "tests", "benchmarks", "noxfile.py")
 
 
 @nox.session

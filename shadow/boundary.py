@@ -114,7 +114,9 @@ def loads(data: bytes | str, source: str | Path = "<input>") -> Any:
     except ValueError as exc:  # parse_constant
         raise InputError(source, "", "finite JSON numbers", str(exc)) from None
     except RecursionError:
-        raise InputError(source, "", f"nesting depth at most {MAX_DEPTH}", "deeper nesting") from None
+        raise InputError(
+            source, "", f"nesting depth at most {MAX_DEPTH}", "deeper nesting"
+        ) from None
     for ptr, s in _walk_strings(value):
         if len(s) > MAX_STRING:
             raise InputError(source, ptr, f"a string of at most {MAX_STRING} characters",

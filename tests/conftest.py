@@ -24,7 +24,7 @@ def peer_vectors_dir() -> Path:
     return Path(raw) if raw else ROOT / "tests" / "vectors" / "peer"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(path_str: str) -> Any:
     with open(path_str, encoding="utf-8") as fh:
         return json.load(fh)

@@ -49,17 +49,18 @@ def violations(path: Path) -> list[str]:
             mod = (node.module or "").split(".")[0]
             if node.level == 0 and mod in FORBIDDEN_MODULES:
                 found.append(f"{path.name}:{node.lineno} from {node.module} import …")
-            if node.level == 0 and node.module == "kernel.adapters" or (
-                node.module or ""
-            ).startswith("kernel.adapters"):
+            if (node.module or "").startswith("kernel.adapters"):
                 found.append(f"{path.name}:{node.lineno} core imports an adapter")
         elif isinstance(node, ast.Call):
             fn = node.func
             if isinstance(fn, ast.Name) and fn.id in FORBIDDEN_CALLS:
                 found.append(f"{path.name}:{node.lineno} call {fn.id}()")
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if (node.value.id, node.attr) in FORBIDDEN_ATTRS:
-                found.append(f"{path.name}:{node.lineno} {node.value.id}.{node.attr}")
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and (node.value.id, node.attr) in FORBIDDEN_ATTRS
+        ):
+            found.append(f"{path.name}:{node.lineno} {node.value.id}.{node.attr}")
     return found
 
 

@@ -96,11 +96,10 @@ def test_missing_folder_is_input_error(tmp_path: Path) -> None:
 
 
 def test_digest_is_independent_of_listing_order(tmp_path: Path) -> None:
-    a = _copy(tmp_path / "a", ["short-session", "pending-approval"]) if (tmp_path / "a").mkdir() is None else None
-    b_root = tmp_path / "b"
-    b_root.mkdir()
-    b = _copy(b_root, ["pending-approval", "short-session"])
-    assert a is not None
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = _copy(tmp_path / "a", ["short-session", "pending-approval"])
+    b = _copy(tmp_path / "b", ["pending-approval", "short-session"])
     ca, cb = load_corpus(a), load_corpus(b)
     assert ca.digest == cb.digest
     assert [s.name for s in ca.scenarios] == [s.name for s in cb.scenarios]
