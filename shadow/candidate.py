@@ -1,0 +1,440 @@
+"""The pluggable candidate: what the harness judges against each legacy surface.
+
+* :class:`KernelCandidate` — the live Python kernel.  For each (fixture, surface) it
+  runs ``kernel.planner.plan_context`` on the scenario's canonical items with the
+  policy matching the surface's configuration (window and thresholds from
+  ``kernel.profiles``, overrides from the capture's ``options``), summarizes with the
+  *recorded* provider answer (``shadow.recorded_provider``, the only way to get one)
+  and returns a :class:`~shadow.projection.Projection`.  It reads a capture's options
+  and call structure, never its output.
+* :class:`RecordedCandidate` — a folder written by ``--record-candidate DIR`` (or by
+  any other implementation of the design) in the documented projection format.
+
+Surface policies are documented in docs/surfaces.md ("Candidate policy").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from kernel.errors import KernelError
+from kernel.profiles import auto_compact_tokens, resolve_profile
+from kernel.tokens import cjk_estimate
+from shadow import memory_model
+from shadow.boundary import load_path
+from shadow.canonical import Canon, CanonItem, scope_id_of
+from shadow.errors import InputError, SideEffectError
+from shadow.fixtures import Capture
+from shadow.projection import (
+    Drop,
+    PItem,
+    Projection,
+    ProviderOutcome,
+    SideEffect,
+    content_digest,
+    dumps,
+    from_wire,
+)
+from shadow.recorded_provider import parse_summary, recorded_answer
+from shadow.surfaces._messages import summary_fields
+
+CANDIDATE_SCHEMA: Final = "shadow-candidate/v1"
+PlanFn = Callable[[Mapping[str, Any]], dict[str, Any]]
+_TRUST = ("host", "verified", "user", "external", "untrusted")
+_SENS = ("public", "internal", "personal", "secret", "restricted")
+PROVIDER_ENTRIES: Final = {
+    "cli.provider-compaction":
+        "packages/cli/src/harness/provider-backed-compaction.js#compactConversationWithProvider",
+    "desktop.compress":
+        "desktop-app-vue/src/main/llm/prompt-compressor.js#PromptCompressor.compress",
+}
+
+
+class Candidate(Protocol):
+    identity: Mapping[str, Any]
+
+    def project(self, canon: Canon, capture: Capture,
+                siblings: Mapping[str, Capture]) -> Projection: ...
+
+
+def base_name(capture_name: str) -> str:
+    return capture_name.removesuffix(".raw-wire")
+
+
+def _default_plan(request: Mapping[str, Any]) -> dict[str, Any]:
+    from kernel.planner import plan_context
+
+    return plan_context(request, profile="jcs")
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """One item offered to a planning step (canonical or derived by an earlier call)."""
+
+    pid: str  # projection id
+    wire: Mapping[str, Any]
+    order: tuple[int, int]
+    item: PItem
+
+
+@dataclass(frozen=True, slots=True)
+class _Policy:
+    window: int
+    reserved: int
+    safety: int
+    ceilings: Mapping[str, int] | None = None
+    summarize: tuple[str, str] | None = None  # (surface, entry) of the recorded provider
+    profile: str = "unknown"
+    sink: str = "provider"
+
+
+class KernelCandidate:
+    """The live kernel (planner + recorded summarizer + memory reference model)."""
+
+    def __init__(self, plan_fn: PlanFn | None = None) -> None:
+        self._plan = plan_fn or _default_plan
+        self.identity = {
+            "kind": "kernel",
+            "implementation": "context-kernel-parity (python)",
+            "planner": "kernel.planner.plan_context" if plan_fn is None else "injected",
+            "summarizer": "recorded provider answers (shadow.recorded_provider)",
+            "memory": memory_model.MODEL_ID,
+            "policy": "shadow-policy/v1",
+        }
+
+    # -- dispatch ------------------------------------------------------------------------
+    def project(self, canon: Canon, capture: Capture,
+                siblings: Mapping[str, Capture]) -> Projection:
+        name = base_name(capture.name)
+        if canon.kind == "memory":
+            return memory_model.project(canon, capture.name)
+        if canon.kind == "ide":
+            return self._ide(canon, capture)
+        if name == "cli.jsonl-session":
+            return self._jsonl(canon, capture, siblings)
+        return self._messages(canon, capture)
+
+    # -- messages ------------------------------------------------------------------------
+    def _policy(self, canon: Canon, capture: Capture) -> _Policy:
+        name = base_name(capture.name)
+        ctor = capture.options.get("constructor") if isinstance(
+            capture.options.get("constructor"), Mapping) else {}
+        model = canon.doc.get("model") or {}
+        provider = str(ctor.get("provider") or capture.options.get("provider")
+                       or model.get("provider") or "unknown")
+        model_name = str(ctor.get("model") or capture.options.get("model")
+                         or model.get("model") or "unknown")
+        prof = resolve_profile(provider, model_name)
+        ident = f"{prof.provider}/{prof.model}"
+        sink = f"provider.{prof.provider}"
+        if name == "desktop.compress":
+            budget = int(ctor.get("maxTotalTokens") or 4000)
+            summarizer = None
+            if ctor.get("llmManager") and ctor.get("enableSummarization", True):
+                summarizer = ("desktop", PROVIDER_ENTRIES[name])
+            return _Policy(budget, 0, 0, None, summarizer, ident, sink)
+        if name == "desktop.context-engineering":
+            return _Policy(prof.context_window, prof.output_reserve, prof.safety_margin,
+                           profile=ident, sink=sink)
+        budget = int(ctor.get("maxTokens") or 0) or auto_compact_tokens(prof)
+        safety = max(0, prof.context_window - prof.output_reserve - budget)
+        if budget > prof.context_window - prof.output_reserve:
+            return _Policy(budget, 0, 0, profile=ident, sink=sink)
+        if name == "cli.provider-compaction":
+            ceilings = None
+            if capture.options.get("force"):
+                ceilings = {"trusted-system": budget, "working-state": 0, "tools-and-skills": 0,
+                            "conversation": 0, "tool-evidence": 0, "memory-and-rules": 0}
+            return _Policy(prof.context_window, prof.output_reserve, safety, ceilings,
+                           ("cli", PROVIDER_ENTRIES[name]), ident, sink)
+        return _Policy(prof.context_window, prof.output_reserve, safety, profile=ident,
+                       sink=sink)
+
+    def _messages(self, canon: Canon, capture: Capture) -> Projection:
+        session = canon.session
+        assert session is not None
+        policy = self._policy(canon, capture)
+        sid = scope_id_of(canon.name)
+        ncalls = len(capture.calls) if capture.calls else 1
+        first, end = session.batches[0]
+        work = [_from_canon(ci, sid) for ci in session.items_for(range(first, end))]
+        offered = [w.pid for w in work]
+        provider = _ProviderLog()
+        side: list[SideEffect] = []
+        kept: list[_Work] = []
+        drops: list[Drop] = []
+        for k in range(ncalls):
+            if k > 0 and k < len(session.batches):
+                b0, b1 = session.batches[k]
+                extra = [_from_canon(ci, sid) for ci in session.items_for(range(b0, b1))]
+                work = kept + extra
+                offered += [w.pid for w in extra]
+            prefix = f"c{k + 1}." if k < ncalls - 1 else ""
+            try:
+                kept, drops = self._step(canon, policy, work, prefix, provider, side)
+            except KernelError as exc:
+                return Projection(canon.name, capture.name, "candidate", status="error",
+                                  error=getattr(exc, "code", type(exc).__name__),
+                                  input_ids=tuple(offered), side_effects=tuple(side),
+                                  provider=provider.outcome(policy))
+            except _Aborted:
+                return Projection(canon.name, capture.name, "candidate", status="error",
+                                  error="aborted", input_ids=tuple(offered),
+                                  side_effects=tuple(side), provider=provider.outcome(policy))
+        return Projection(
+            canon.name, capture.name, "candidate", input_ids=tuple(offered),
+            items=tuple(w.item for w in kept), dropped=tuple(sorted(drops, key=lambda d: d.id)),
+            provider=provider.outcome(policy), side_effects=tuple(side),
+            noise={"selectedTokens": sum(int(w.wire["tokenEstimate"]) for w in kept)},
+        )
+
+    def _request(self, canon: Canon, policy: _Policy, work: Sequence[_Work]) -> dict[str, Any]:
+        req: dict[str, Any] = {
+            "modelWindowTokens": max(1, policy.window),
+            "reservedOutputTokens": policy.reserved,
+            "safetyMarginTokens": policy.safety,
+            "recoveryReserveTokens": 0,
+            "items": [dict(w.wire) for w in work],
+            "sink": policy.sink,
+            "scopeAdmissions": [{"scope": "session", "scopeId": scope_id_of(canon.name)}],
+            "policyVersion": "shadow-policy/v1",
+            "modelProfile": policy.profile,
+            "sessionHead": f"head:{len(work)}",
+            "memoryRevision": 0,
+            "now": "2026-08-20T12:00:00.000Z",
+        }
+        if policy.ceilings is not None:
+            req["partitionCeilings"] = dict(policy.ceilings)
+        return req
+
+    def _step(self, canon: Canon, policy: _Policy, work: list[_Work], prefix: str,
+              provider: _ProviderLog, side: list[SideEffect]) -> tuple[list[_Work], list[Drop]]:
+        plan = self._plan(self._request(canon, policy, work))
+        by_pid = {w.wire["itemId"]: w for w in work}
+        selected = {i for i in plan["selectedItemIds"]}
+        kept = sorted((w for w in work if w.wire["itemId"] in selected), key=lambda w: w.order)
+        drops = [Drop(by_pid[d["itemId"]].pid, str(d["reason"]), None, bool(d.get("protected")))
+                 for d in plan["dropped"]]
+        budget_dropped = [by_pid[d["itemId"]] for d in plan["dropped"]
+                          if d["reason"] in ("input_budget", "partition_ceiling")]
+        total = sum(int(w.wire["tokenEstimate"]) for w in work)
+        overflow = total > policy.window - policy.reserved - policy.safety
+        if policy.summarize is None or not budget_dropped or not (
+                overflow or policy.ceilings is not None):
+            return kept, drops  # compaction triggers on overflow (or when forced)
+        surface, entry = policy.summarize
+        call = provider.requests + 1
+        provider.requests += 1
+        try:
+            answer = recorded_answer(canon.doc, surface, entry, call)
+        except SideEffectError:
+            side.append(SideEffect("provider_request", f"{surface}:{entry.split('#')[0]}#{call}",
+                                   recorded=False))
+            provider.note("degraded", degraded=True, reason="no_recording", usage="none")
+            text, fallback = _fallback_text(budget_dropped), True
+        else:
+            provider.recorded += 1
+            provider.truth = answer.truth
+            if answer.truth == "cancelled":
+                provider.note("aborted", cancelled=True, usage="none")
+                raise _Aborted
+            if answer.truth == "no-usage":
+                provider.note("reconciliation_required", degraded=False, usage="unknown")
+                return sorted(work, key=lambda w: w.order), []  # nothing is committed
+            if answer.truth == "ok":
+                provider.note("committed", degraded=False, usage="known")
+                text = json.dumps(parse_summary(answer.content), ensure_ascii=False)
+                fallback = False
+            else:  # invalid answer or provider failure: deterministic fallback, degraded
+                reason = "invalid_summary" if answer.truth == "invalid" else "provider_failed"
+                provider.note("degraded", degraded=True, reason=reason,
+                              usage="known" if answer.usage else "none")
+                text, fallback = _fallback_text(budget_dropped), True
+        covered = sorted(w.pid for w in budget_dropped)
+        summary = _summary_work(canon, prefix, text, budget_dropped, fallback)
+        drops = [replace(d, reason="summarized") if d.id in covered else d for d in drops]
+        summary = replace(summary, item=replace(summary.item, covers=tuple(covered)))
+        return sorted([*kept, summary], key=lambda w: w.order), drops
+
+    # -- JSONL session store ---------------------------------------------------------------
+    def _jsonl(self, canon: Canon, capture: Capture,
+               siblings: Mapping[str, Capture]) -> Projection:
+        binding = capture.raw.get("input_binding") if isinstance(
+            capture.raw.get("input_binding"), Mapping) else {}
+        source = str(binding.get("compaction_source") or "cli.compress.json").split(".json")[0]
+        src_capture = siblings.get(source) or siblings.get("cli.compress")
+        if src_capture is None:
+            return Projection(canon.name, capture.name, "candidate", status="error",
+                              error="no_compaction_source")
+        src = self._messages(canon, replace(src_capture, calls=capture.calls or
+                                            src_capture.calls))
+        by_id = canon.session.by_id if canon.session else {}
+        kept, dropped = [], list(src.dropped)
+        for it in src.items:
+            ci = by_id.get(it.id)
+            if ci is not None and ci.role == "system" and not ci.detail.get("prior"):
+                dropped.append(Drop(it.id, "not_persisted", None, False))
+            else:
+                kept.append(it)
+        dropped = [d for d in dropped if not (by_id.get(d.id) and by_id[d.id].role == "system"
+                                              and d.reason != "not_persisted"
+                                              and not by_id[d.id].detail.get("prior"))]
+        return replace(src, surface=capture.name, items=tuple(kept),
+                       dropped=tuple(sorted(dropped, key=lambda d: d.id)),
+                       facts={"chain": "verified", "replay": "consistent"})
+
+    # -- IDE context center --------------------------------------------------------------
+    def _ide(self, canon: Canon, capture: Capture) -> Projection:
+        ide = canon.ide
+        assert ide is not None
+        sid = scope_id_of(canon.name)
+        drops = [Drop(i, r, None, False) for i, r in sorted(ide.rejected.items())]
+        work = []
+        for ci in ide.items:
+            if ci.item_id in ide.removed:
+                drops.append(Drop(ci.item_id, "user_removed", None, ci.pinned))
+            else:
+                w = _from_canon(ci, sid)
+                work.append(replace(w, wire={**w.wire, "priority": len(ide.all_ids) - ci.seq}))
+        policy = _Policy(max(1, ide.budget), 0, 0, profile="ide/context-center",
+                         sink="provider.ide")
+        try:
+            plan = self._plan(self._request(canon, policy, work))
+        except KernelError as exc:
+            return Projection(canon.name, capture.name, "candidate", status="error",
+                              error=getattr(exc, "code", type(exc).__name__),
+                              input_ids=ide.all_ids, dropped=tuple(drops))
+        by_pid = {w.wire["itemId"]: w for w in work}
+        items = tuple(by_pid[i].item for i in plan["selectedItemIds"])
+        drops += [Drop(d["itemId"], str(d["reason"]), None, bool(d.get("protected")))
+                  for d in plan["dropped"]]
+        return Projection(canon.name, capture.name, "candidate", input_ids=ide.all_ids,
+                          items=items, dropped=tuple(sorted(drops, key=lambda d: d.id)),
+                          noise={"selectedTokens": plan.get("selectedTokens")})
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _ProviderLog:
+    def __init__(self) -> None:
+        self.requests = 0
+        self.recorded = 0
+        self.truth: str | None = None
+        self.status = "none"
+        self.degraded: bool | None = None
+        self.reason: str | None = None
+        self.usage: str | None = None
+        self.cancelled = False
+
+    def note(self, status: str, *, degraded: bool | None = None, reason: str | None = None,
+             usage: str | None = None, cancelled: bool = False) -> None:
+        self.status, self.reason, self.usage = status, reason, usage
+        self.degraded = degraded if degraded is not None else self.degraded
+        self.cancelled = self.cancelled or cancelled
+
+    def outcome(self, policy: _Policy) -> ProviderOutcome | None:
+        if policy.summarize is None:
+            return None
+        return ProviderOutcome(status=self.status, requests=self.requests,
+                               recorded=self.recorded, degraded=self.degraded,
+                               degraded_reason=self.reason, usage=self.usage,
+                               cancelled=self.cancelled, truth=self.truth)
+
+
+def _from_canon(ci: CanonItem, scope_id: str) -> _Work:
+    # the kernel renders only host/verified content with the system role
+    role = None if ci.role == "system" and ci.trust not in ("host", "verified") else ci.role
+    item = PItem(id=ci.item_id, kind=ci.kind, origin="input", digest=ci.digest,
+                 length=len(ci.content), role=role, tool_call_id=ci.tool_call_id,
+                 tool_role=ci.tool_role, tool_outcome=ci.tool_outcome, pinned=ci.pinned,
+                 trust=ci.trust, sensitivity=ci.sensitivity,
+                 detail={"orphan": True} if ci.detail.get("orphan") else {})
+    sub = int(ci.item_id.rsplit(".c", 1)[1]) if ".c" in ci.item_id.rsplit(":", 1)[-1] else 0
+    return _Work(ci.item_id, ci.wire(scope_id), (ci.seq, sub), item)
+
+
+def _fallback_text(dropped: Sequence[_Work]) -> str:
+    """Deterministic fallback: the replaced identities and their digests, no bodies."""
+    return json.dumps({"fallback": "deterministic",
+                       "replaced": [[w.pid, w.item.digest] for w in
+                                    sorted(dropped, key=lambda w: w.order)]})
+
+
+def _summary_work(canon: Canon, prefix: str, text: str, covered: Sequence[_Work],
+                  fallback: bool) -> _Work:
+    trust = _TRUST[max(_TRUST.index(str(w.wire["trust"])) for w in covered)]
+    sens = _SENS[max(_SENS.index(str(w.wire["sensitivity"])) for w in covered)]
+    pid = f"~{prefix}summary.1"
+    first = min(w.order for w in covered)
+    seq = first[0]
+    wire = {
+        "schemaVersion": 1, "itemId": f"{canon.name}:d.{prefix}summary.1", "kind": "message",
+        "scope": "session", "scopeId": scope_id_of(canon.name),
+        "sourceRef": {"store": "shadow-candidate", "id": f"{canon.name}:d.{prefix}summary.1",
+                      "eventSequence": seq},
+        "provenance": {"source": "compactor", "observedAt": "2026-08-20T12:00:00.000Z"},
+        "trust": trust, "sensitivity": sens,
+        "allowedSinks": ["*"] if sens not in ("secret", "restricted") else ["local"],
+        "tokenEstimate": max(1, cjk_estimate(text)), "priority": seq + 1, "pinned": False,
+        "createdAt": "2026-08-20T12:00:00.000Z", "content": text,
+    }
+    fields = {"format": "fallback", "length": len(text)} if fallback else summary_fields(text)
+    item = PItem(id=pid, kind="summary", origin="derived", digest=content_digest(text),
+                 length=len(text), trust=trust, sensitivity=sens, detail=fields)
+    return _Work(pid, wire, (first[0], first[1] - 1), item)
+
+
+# --------------------------------------------------------------------------- recorded
+
+
+class RecordedCandidate:
+    """A folder of projections in the documented format (``--candidate DIR``)."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        meta = self.root / "candidate.json"
+        if not meta.is_file():
+            raise InputError(meta, "", "a recorded candidate folder with candidate.json",
+                             "no such file")
+        doc = load_path(meta)
+        if not isinstance(doc, Mapping) or doc.get("schema") != CANDIDATE_SCHEMA:
+            raise InputError(meta, "/schema", repr(CANDIDATE_SCHEMA), "something else")
+        ident = doc.get("identity")
+        ident = dict(ident) if isinstance(ident, Mapping) else {}
+        self.identity = {**ident, "kind": "recorded", "recorded_kind": ident.get("kind"),
+                         "folder": self.root.name}
+
+    def project(self, canon: Canon, capture: Capture,
+                siblings: Mapping[str, Capture]) -> Projection:
+        path = self.root / canon.name / f"{capture.name}.projection.json"
+        if not path.is_file():
+            return Projection(canon.name, capture.name, "candidate", status="error",
+                              error="not_recorded")
+        p = from_wire(load_path(path), str(path))
+        return replace(p, fixture=canon.name, surface=capture.name, producer="candidate")
+
+
+def write_recorded(root: Path | str, identity: Mapping[str, Any],
+                   projections: Sequence[Projection]) -> None:
+    """Write a recorded candidate folder (``--record-candidate DIR``)."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    meta = {"schema": CANDIDATE_SCHEMA, "identity": dict(identity)}
+    (root / "candidate.json").write_text(json.dumps(meta, sort_keys=True, indent=1) + "\n",
+                                         encoding="utf-8")
+    for p in projections:
+        d = root / p.fixture
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"{p.surface}.projection.json").write_text(dumps(p), encoding="utf-8")
+
+
+def make_candidate(spec: str | None) -> Candidate:
+    if spec in (None, "", "kernel"):
+        return KernelCandidate()
+    return RecordedCandidate(spec)

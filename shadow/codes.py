@@ -1,0 +1,234 @@
+"""Reason-code registry: every divergence the shadow harness reports carries one of these.
+
+A code names *why* two projections differ (or why one projection alone breaks a
+design invariant).  Each entry has a default severity (``blocking`` > ``major`` >
+``minor`` > ``info``), a flag saying whether it belongs to a NO-GO class of
+design 108 §16 (dual writer, scope widened, deletion revived, tool result
+mismatch / pair split, pending state lost, shadow double side effect), the
+meaning, and an example.
+
+Severity rules applied by the divergence engine (see ``severity_for``):
+
+* a NO-GO-class code attributed to the candidate (or to both) is ``blocking``;
+* a code attributed only to a legacy baseline is never ``blocking`` (the cutover
+  fixes legacy defects; they are reported, they do not gate the candidate);
+* ``noise.*`` codes are always ``info`` and can never block;
+* ``fixture.invalid`` (a quarantined fixture: missing evidence) is always ``blocking``.
+
+``docs/reason-codes.md`` is generated from this table (``render_markdown``) and a
+test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Final
+
+SEVERITIES: Final = ("blocking", "major", "minor", "info")
+ATTRIBUTIONS: Final = ("candidate", "baseline", "both", "none")
+_RANK: Final = {s: i for i, s in enumerate(SEVERITIES)}
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonCode:
+    code: str
+    severity: str  # default severity
+    nogo: bool  # a NO-GO class of design 108 §16
+    meaning: str
+    example: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"code": self.code, "severity": self.severity, "nogo": self.nogo,
+                "meaning": self.meaning, "example": self.example}
+
+
+_B, _M, _m, _I = "blocking", "major", "minor", "info"
+
+_TABLE: Final[tuple[ReasonCode, ...]] = (
+    # -- identity and order -------------------------------------------------------------
+    ReasonCode("item.missing_in_candidate", _M, False,
+               "An item the baseline kept is absent from the candidate's output.",
+               "Desktop keeps `s:m0003`; the kernel dropped it for `partition_ceiling`."),
+    ReasonCode("item.missing_in_baseline", _M, False,
+               "An item the candidate kept is absent from the baseline's output.",
+               "CLI dedup removed the empty assistant message `s:m0004.c1` the kernel keeps."),
+    ReasonCode("item.order", _m, False,
+               "Both sides kept the same items but in a different relative order.",
+               "Pinned `s:m0001` re-inserted after the system block by the CLI."),
+    ReasonCode("item.derived_mismatch", _M, False,
+               "Derived items (summary, collapse marker, compressed ref) differ in kind, "
+               "count or the input identities they replace.",
+               "CLI collapse marker covers 10 tool results; the kernel has no marker."),
+    ReasonCode("drop_reason.mismatch", _m, False,
+               "Both sides dropped an item but for different canonical reasons "
+               "(the legacy reason is kept in the detail).",
+               "legacy `dedup` -> `duplicate` vs kernel `input_budget`."),
+    ReasonCode("digest.mismatch", _M, False,
+               "The same identity carries different content on the two sides.",
+               "Desktop context engineering rewrote dates in the system prompt `s:m0000`."),
+    # -- tool pairs, pending and task state (NO-GO classes) ------------------------------
+    ReasonCode("tool_pair.split", _B, True,
+               "A tool call and its result are not kept together, and the missing half is "
+               "not marked pending/unknown.",
+               "Result `s:m0005` kept while its call `s:m0004.c1` was dropped."),
+    ReasonCode("tool_pair.mismatch", _B, True,
+               "A tool result is bound to the wrong call, lost its call binding, or the two "
+               "sides disagree about a pair's membership or outcome.",
+               "Context engineering strips `tool_call_id` from every tool message."),
+    ReasonCode("pending.lost", _B, True,
+               "A pending approval, question or tool call (no result yet) was dropped or its "
+               "binding changed.",
+               "The force-push call awaiting approval `s:m0008.c1` is missing."),
+    ReasonCode("task_state.mismatch", _M, False,
+               "The current task state differs: last user request, open calls, outcomes.",
+               "The last user request is kept by one side only."),
+    ReasonCode("protected.dropped", _M, False,
+               "A protected item (host policy, pinned, recovery-bound) was dropped silently.",
+               "IDE budget 0 excluded the user-pinned selection chip."),
+    ReasonCode("pinned.altered", _M, False,
+               "A pinned item's content differs from its input digest.",
+               "Pinned constraint `s:m0001` rewritten by a summary."),
+    ReasonCode("trust.escalated", _M, False,
+               "Content of lower trust (tool, web, derived summary) is presented as system "
+               "instruction or policy.",
+               "A summary of web-fetch output re-inserted as a `system` message."),
+    ReasonCode("secret.leaked", _B, False,
+               "An item classified secret reaches a sink its allowedSinks do not allow "
+               "(e.g. a remote provider).",
+               "`.env` contents with an API key kept in a provider-bound prompt."),
+    ReasonCode("summary.text_only", _m, False,
+               "Only summary text differs; identities, pairs, pending state and covered items "
+               "agree (never judged from summary strings alone).",
+               "Pretty-printed vs compact JSON of the same recorded handoff."),
+    # -- provider outcomes ----------------------------------------------------------------
+    ReasonCode("provider.degraded_masked", _M, False,
+               "A provider failure or invalid answer is presented as a normal semantic "
+               "summary or silently skipped, without a degraded flag.",
+               "Desktop puts invalid JSON prose into `[历史对话总结]` as if valid."),
+    ReasonCode("provider.usage_unknown_masked", _M, False,
+               "Provider usage is unknown but the compaction is committed as settled "
+               "(instead of reconciliation_required).",
+               "Usage not reported by the provider, compaction committed anyway."),
+    ReasonCode("provider.cancel_swallowed", _M, False,
+               "A cancelled provider call is turned into a normal result instead of an "
+               "aborted operation.",
+               "AbortError during summarization; Desktop returns a truncated history."),
+    # -- memory and deletion --------------------------------------------------------------
+    ReasonCode("memory.scope_expanded", _B, True,
+               "A memory record is written, moved or read at a wider scope than its source "
+               "or request allows.",
+               "Consolidation of session `sess-42` writes facts at agent scope."),
+    ReasonCode("memory.sensitivity_lowered", _M, False,
+               "A memory record's sensitivity is lower than its evidence's.",
+               "A secret-bearing fact stored as `internal`."),
+    ReasonCode("memory.state_mismatch", _M, False,
+               "Memory record states or operation effects differ (created, updated, state).",
+               "Consolidated facts written `active` instead of `candidate`."),
+    ReasonCode("memory.recall_mismatch", _M, False,
+               "Recall returns a different set (or order) of records, or reads outside the "
+               "admitted scopes.",
+               "Recall without scopeId scans every session."),
+    ReasonCode("deletion.backfill", _B, True,
+               "A deleted memory record becomes visible again (revived).",
+               "`get` returns a record after `remove` returned true."),
+    ReasonCode("deletion.overbroad", _M, False,
+               "A deletion removed records outside its selector.",
+               "`clearScope('global', 'unrelated')` removes every global record."),
+    ReasonCode("deletion.receipt_mismatch", _M, False,
+               "A deletion's receipt (returned value) disagrees with its effect.",
+               "`remove` returns true but the record is still listed."),
+    ReasonCode("writer.dual", _B, True,
+               "More than one writer appended to the same authoritative store for one "
+               "operation.",
+               "Legacy compressor and kernel both append a compact event."),
+    ReasonCode("shadow.side_effect", _B, True,
+               "The shadow run attempted an unrecorded provider request or a write: a real "
+               "side effect a shadow must never cause.",
+               "Candidate asks for a summary and no recorded answer exists."),
+    # -- outcomes of the entry points themselves --------------------------------------------
+    ReasonCode("outcome.error_mismatch", _M, False,
+               "One side threw / failed where the other returned a result.",
+               "Desktop throws TypeError on a message without `content`."),
+    ReasonCode("session.replay_mismatch", _M, False,
+               "A session store's rebuilt history disagrees with its verified read or with "
+               "the compact event it replays from.",
+               "`rebuildMessages` differs from `readVerifiedMessages`."),
+    ReasonCode("session.chain_invalid", _M, False,
+               "A session store's hash chain does not verify.",
+               "`verifySession.status` is not `verified`."),
+    ReasonCode("candidate.unavailable", _M, False,
+               "The candidate cannot produce a projection for this surface (not built, "
+               "not recorded, or it failed).",
+               "Recorded candidate folder has no projection for `s/cli.compress`."),
+    # -- noise: normalised, never blocking --------------------------------------------------
+    ReasonCode("noise.path_format", _I, False,
+               "Only platform path separators in metadata differ.",
+               "`src\\\\app.ts` vs `src/app.ts` in a chip label."),
+    ReasonCode("noise.token_estimate", _I, False,
+               "Only token estimates differ (tokenizer diagnostics).",
+               "`compressedTokens` 435 vs 441."),
+    ReasonCode("noise.volatile_field", _I, False,
+               "Only volatile fields differ: timings, timestamps, UI text, whitespace.",
+               "`processingTime` 0 vs 3."),
+    # -- input and catch-all ------------------------------------------------------------------
+    ReasonCode("fixture.invalid", _B, False,
+               "A fixture failed validation and was quarantined; its evidence is missing.",
+               "`x/cli.compress.json: /output: expected an object`."),
+    ReasonCode("unclassified", _M, False,
+               "A difference no rule explains. Itself a finding; never silently dropped.",
+               "A field present on one side only with no known meaning."),
+)
+
+REGISTRY: Final[Mapping[str, ReasonCode]] = MappingProxyType({c.code: c for c in _TABLE})
+NOGO_CODES: Final = frozenset(c.code for c in _TABLE if c.nogo)
+
+
+def get(code: str) -> ReasonCode:
+    try:
+        return REGISTRY[code]
+    except KeyError:
+        raise KeyError(f"unregistered reason code {code!r}") from None
+
+
+def codes() -> Iterator[ReasonCode]:
+    return iter(_TABLE)
+
+
+def max_severity(a: str, b: str) -> str:
+    return a if _RANK[a] <= _RANK[b] else b
+
+
+def severity_rank(severity: str) -> int:
+    return _RANK[severity]
+
+
+def severity_for(code: str, attribution: str) -> str:
+    """The severity of one divergence: registry default adjusted by who broke it."""
+    rc = get(code)
+    if code.startswith("noise."):
+        return "info"
+    if code == "fixture.invalid":  # missing evidence blocks whoever is being judged
+        return "blocking"
+    if rc.nogo and attribution in ("candidate", "both"):
+        return "blocking"
+    if rc.severity == "blocking" and attribution in ("baseline", "none"):
+        return "major"
+    return rc.severity
+
+
+def registry_json() -> list[dict[str, Any]]:
+    return [c.to_wire() for c in _TABLE]
+
+
+def render_markdown() -> str:
+    """The table part of ``docs/reason-codes.md``."""
+    lines = ["| code | severity | NO-GO class | meaning | example |",
+             "|---|---|---|---|---|"]
+    for c in _TABLE:
+        ex = c.example.replace("|", "\\|")
+        meaning = c.meaning.replace("|", "\\|")
+        nogo = "yes" if c.nogo else "no"
+        lines.append(f"| `{c.code}` | {c.severity} | {nogo} | {meaning} | {ex} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,72 @@
+"""Divergence engine: projections in, :class:`Divergence` values out.
+
+``invariants.check(p, canon)`` judges one projection alone against the design's
+invariants; ``compare.compare(a, b, ...)`` compares two projections (identity fast path
+on equal output digests, then field by field, deepdiff for structured detail).  Every
+value carries a registered reason code (``shadow.codes``); severity follows
+``codes.severity_for`` (NO-GO class + candidate ⇒ blocking).  Details hold ids,
+digests, categories and counts only — never a body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from shadow import codes
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    fixture: str
+    surface: str
+    reason_code: str
+    severity: str
+    attribution: str  # candidate | baseline | both | none
+    item_ids: tuple[str, ...] = ()
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"fixture": self.fixture, "surface": self.surface,
+                "reason_code": self.reason_code, "severity": self.severity,
+                "attribution": self.attribution, "item_ids": list(self.item_ids),
+                "detail": _plain(self.detail)}
+
+    @property
+    def sort_key(self) -> tuple[Any, ...]:
+        return (self.fixture, self.surface, codes.severity_rank(self.severity),
+                self.reason_code, self.attribution, self.item_ids,
+                repr(sorted(_plain(self.detail).items())))
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in sorted(v.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(v, (list, tuple, set, frozenset)):
+        items = [_plain(x) for x in v]
+        return sorted(items, key=repr) if isinstance(v, (set, frozenset)) else items
+    return v
+
+
+def make(fixture: str, surface: str, code: str, attribution: str,
+         item_ids: Iterable[str] = (), detail: Mapping[str, Any] | None = None,
+         *, severity: str | None = None) -> Divergence:
+    """Build a divergence; ``severity`` may only *lower* the computed one."""
+    sev = codes.severity_for(code, attribution)
+    if severity is not None and codes.severity_rank(severity) > codes.severity_rank(sev):
+        sev = severity
+    return Divergence(fixture, surface, code, sev, attribution,
+                      tuple(sorted(set(item_ids))), dict(detail or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One invariant broken by one projection (attributed by the caller)."""
+
+    code: str
+    item_ids: tuple[str, ...] = ()
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+__all__ = ["Divergence", "Violation", "make"]

@@ -1,0 +1,128 @@
+"""Replay as map and reduce (ARCHITECTURE.md).
+
+``replay_fixture`` is the map step: a picklable, side-effect-free function of one
+scenario and a candidate.  For every capture it builds the baseline projection (the
+surface adapter), the candidate projection, checks each alone against the invariants,
+and compares them; then it compares surfaces that consumed the same input with each
+other (``surfaces.TWINS``).  It returns a :class:`FixtureResult`; nothing is written.
+
+``reduce_results`` is order-independent: it sorts everything by value, so a process
+pool (``jobs > 1``), a reversed folder listing or another engine gives byte-identical
+output.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from shadow.candidate import Candidate
+from shadow.canonical import canonicalize
+from shadow.divergence import Divergence, Violation, make
+from shadow.divergence.compare import compare
+from shadow.divergence.invariants import check
+from shadow.fixtures import Scenario
+from shadow.projection import Projection
+from shadow.surfaces import TWINS, adapter_for
+
+
+@dataclass(frozen=True, slots=True)
+class FixtureResult:
+    fixture: str
+    comparisons: int
+    divergences: tuple[Divergence, ...]
+    legacy_defects: tuple[Divergence, ...]
+    candidate_projections: tuple[Projection, ...] = field(default=(), repr=False)
+
+
+def selected(capture_name: str, surface: str, patterns: Sequence[str]) -> bool:
+    if not patterns:
+        return True
+    return any(fnmatch.fnmatchcase(capture_name, p) or fnmatch.fnmatchcase(surface, p)
+               for p in patterns)
+
+
+def _as_divs(fx: str, sf: str, vs: Iterable[Violation], who: str) -> list[Divergence]:
+    return [make(fx, sf, v.code, who, v.item_ids, v.detail) for v in vs]
+
+
+def replay_fixture(scenario: Scenario, candidate: Candidate,
+                   surfaces: Sequence[str] = ()) -> FixtureResult:
+    """Map step for one fixture (see module docstring)."""
+    fx = scenario.name
+    canon = canonicalize(fx, scenario.input)
+    siblings = {c.name: c for c in scenario.captures}
+    divs: list[Divergence] = []
+    defects: list[Divergence] = []
+    cand_out: list[Projection] = []
+    baselines: dict[str, tuple[Projection, list[Violation]]] = {}
+    comparisons = 0
+    for cap in scenario.captures:
+        if not selected(cap.name, cap.surface, surfaces):
+            continue
+        adapter = adapter_for(cap.name)
+        if adapter is None:
+            divs.append(make(fx, cap.name, "unclassified", "none", (),
+                             {"problem": "no surface adapter for this capture"}))
+            continue
+        try:
+            b = adapter(canon, cap)
+        except Exception as exc:  # an output shape no adapter rule explains: a finding
+            divs.append(make(fx, cap.name, "unclassified", "none", (),
+                             {"problem": "surface adapter failed", "error": type(exc).__name__}))
+            continue
+        vb = check(b, canon)
+        baselines[cap.name] = (b, vb)
+        defects += _as_divs(fx, cap.name, vb, "baseline")
+        try:
+            a = candidate.project(canon, cap, siblings)
+        except Exception as exc:  # a candidate crash is a finding, never a harness crash
+            divs.append(make(fx, cap.name, "candidate.unavailable", "candidate", (),
+                             {"error": type(exc).__name__}))
+            continue
+        cand_out.append(a)
+        if a.status == "error" and a.error == "not_recorded":
+            divs.append(make(fx, cap.name, "candidate.unavailable", "candidate", (),
+                             {"error": "not_recorded"}))
+            continue
+        va = check(a, canon, candidate=True)
+        divs += _as_divs(fx, cap.name, va, "candidate")
+        divs += compare(a, b, va, vb)
+        comparisons += 1
+    for x, y in TWINS:
+        if x in baselines and y in baselines:
+            (bx, vx), (by, vy) = baselines[x], baselines[y]
+            divs += compare(bx, by, vx, vy, surface=f"{x}~{y}", twin=True)
+            comparisons += 1
+    return FixtureResult(fx, comparisons, tuple(sorted(divs, key=lambda d: d.sort_key)),
+                         tuple(sorted(defects, key=lambda d: d.sort_key)), tuple(cand_out))
+
+
+def replay_all(scenarios: Sequence[Scenario], candidate: Candidate,
+               surfaces: Sequence[str] = (), jobs: int = 1) -> list[FixtureResult]:
+    """Run the map over every scenario (a process pool when ``jobs > 1``)."""
+    if jobs <= 1 or len(scenarios) < 2:
+        return [replay_fixture(s, candidate, surfaces) for s in scenarios]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(replay_fixture, s, candidate, tuple(surfaces)) for s in scenarios]
+        return [f.result() for f in futures]
+
+
+def reduce_results(results: Iterable[FixtureResult]) -> tuple[
+        list[Divergence], list[Divergence], int, list[Projection]]:
+    """Order-independent reduce: (divergences, legacy defects, comparisons, projections)."""
+    divs: list[Divergence] = []
+    defects: list[Divergence] = []
+    projections: list[Projection] = []
+    comparisons = 0
+    for r in results:
+        divs.extend(r.divergences)
+        defects.extend(r.legacy_defects)
+        projections.extend(r.candidate_projections)
+        comparisons += r.comparisons
+    divs.sort(key=lambda d: d.sort_key)
+    defects.sort(key=lambda d: d.sort_key)
+    projections.sort(key=lambda p: (p.fixture, p.surface))
+    return divs, defects, comparisons, projections

@@ -1,0 +1,138 @@
+"""The ``shadow run`` service: load the corpus, replay, reduce, write ``OUT/report.json``.
+
+``report.json`` (``shadow-report/v1``)::
+
+    {"schema": "shadow-report/v1", "verdict": "GO" | "NO-GO", "phase": int,
+     "candidate": {identity…, "corpus_digest", "fixtures_root"},
+     "totals": {"fixtures", "comparisons", "divergences", "blocking"},
+     "blocking_reasons": [code…],
+     "divergences": [{"fixture", "surface", "reason_code", "severity", "attribution",
+                      "item_ids", "detail"}],
+     "legacy_defects": [...same shape...],
+     "waivers": {"applied": [...], "expired": [...], "unused": [...]},
+     "generated_at": ISO-8601 UTC}
+
+Verdict: ``NO-GO`` when any unwaived divergence is ``blocking`` (a NO-GO-class
+invariant broken by the candidate, a shadow side effect, a quarantined fixture, a
+secret leaked by the candidate), else ``GO``.  Everything but ``generated_at`` is a
+function of the inputs: keys are sorted, lists are sorted by value, and the fixture
+folder's listing order does not matter.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from shadow import candidate as cand_mod
+from shadow import waivers as waiver_mod
+from shadow.divergence import Divergence, make
+from shadow.errors import InputError, UsageError
+from shadow.fixtures import load_corpus
+from shadow.replay import reduce_results, replay_all
+
+REPORT_SCHEMA: Final = "shadow-report/v1"
+PHASES: Final = range(0, 6)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    fixtures: str = "fixtures"
+    out: str = "reports/latest"
+    recordings: str | None = None
+    phase: int = 1
+    surfaces: tuple[str, ...] = ()
+    candidate: str = "kernel"
+    record_candidate: str | None = None
+    waivers: str | None = None
+    jobs: int = 1
+    now: dt.datetime | None = None  # injectable clock (tests)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    verdict: str
+    report_path: Path
+    report: dict[str, Any] = field(repr=False)
+    lines: tuple[str, ...] = ()
+
+
+def _fixtures_root(path: str) -> Path:
+    root = Path(path)
+    if not root.is_dir():
+        raise InputError(root, "", "a fixture folder in the legacy-capture/v1 layout",
+                         "no such folder")
+    nested = root / "legacy-captures"
+    if not any(p.is_dir() and (p / "input.json").is_file() for p in root.iterdir()) and \
+            nested.is_dir():
+        return nested
+    return root
+
+
+def _quarantine(errors: Sequence[Any]) -> list[Divergence]:
+    out = []
+    for e in errors:
+        src = str(getattr(e, "source", "?"))
+        fixture, _, file = src.partition("/")
+        out.append(make(fixture, file or src, "fixture.invalid", "none", (),
+                        {"pointer": getattr(e, "pointer", ""),
+                         "expected": getattr(e, "expected", ""), "got": getattr(e, "got", "")}))
+    return out
+
+
+def execute(opts: RunOptions) -> RunResult:
+    """Run the whole shadow evaluation and write the report; returns the verdict."""
+    if opts.phase not in PHASES:
+        raise UsageError(f"--phase must be 0..5, got {opts.phase}")
+    if opts.recordings is not None and not Path(opts.recordings).is_dir():
+        raise InputError(opts.recordings, "", "a recordings folder", "no such folder")
+    waiver_list = waiver_mod.load(opts.waivers) if opts.waivers else []
+    root = _fixtures_root(opts.fixtures)
+    corpus = load_corpus(root)
+    candidate = cand_mod.make_candidate(opts.candidate)
+    results = replay_all(corpus.scenarios, candidate, opts.surfaces, opts.jobs)
+    divs, defects, comparisons, projections = reduce_results(results)
+    divs = sorted([*divs, *_quarantine(corpus.quarantined)], key=lambda d: d.sort_key)
+    now = opts.now or dt.datetime.now(dt.UTC)
+    outcome = waiver_mod.apply(divs, waiver_list, now.date())
+    kept = list(outcome.kept)
+    blocking = [d for d in kept if d.severity == "blocking"]
+    verdict = "NO-GO" if blocking else "GO"
+    if opts.record_candidate:
+        cand_mod.write_recorded(opts.record_candidate, candidate.identity, projections)
+    report = {
+        "schema": REPORT_SCHEMA,
+        "verdict": verdict,
+        "phase": opts.phase,
+        "candidate": {**dict(candidate.identity), "corpus_digest": corpus.digest,
+                      "surfaces": sorted(opts.surfaces)},
+        "totals": {"fixtures": len(corpus.scenarios) + len(corpus.quarantined),
+                   "comparisons": comparisons, "divergences": len(kept),
+                   "blocking": len(blocking), "legacy_defects": len(defects),
+                   "waived": len(outcome.waived), "quarantined": len(corpus.quarantined)},
+        "blocking_reasons": sorted({d.reason_code for d in blocking}),
+        "divergences": [d.to_wire() for d in kept],
+        "legacy_defects": [d.to_wire() for d in defects],
+        "waivers": dict(outcome.report),
+        "generated_at": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    out = Path(opts.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "report.json"
+    path.write_text(render(report), encoding="utf-8")
+    lines = (
+        f"fixtures: {report['totals']['fixtures']} ({len(corpus.quarantined)} quarantined), "
+        f"comparisons: {comparisons}",
+        f"divergences: {len(kept)} ({len(blocking)} blocking), legacy defects: {len(defects)}",
+        *(f"blocking: {c}" for c in report["blocking_reasons"]),
+        f"report: {path}",
+    )
+    return RunResult(verdict, path, report, lines)
+
+
+def render(report: dict[str, Any]) -> str:
+    return json.dumps(report, sort_keys=True, indent=1, ensure_ascii=False) + "\n"

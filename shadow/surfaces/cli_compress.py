@@ -1,0 +1,118 @@
+"""CLI ``PromptCompressor.compress(messages, {preserveToolPairs, isPinned})`` → projection.
+
+Native output ``{messages, stats}``.  Output messages are matched back to input
+identities (``_messages`` rules); ``output_provenance`` marks durable summaries and
+collapse markers.  Drop reasons are inferred from ``stats.strategy`` (``dedup`` →
+``duplicate``, ``truncate``/``snip`` → ``input_budget``, ``collapse`` → ``collapsed``,
+``summarize`` → ``summarized``; a result removed by tool-pair repair →
+``tool_pair_repair``).  Token counts in ``stats`` are noise.  Two-call captures
+(``calls[]``) are replayed in order: call k's output (with its derived items) plus
+follow-up batch k is call k+1's input; the projection is the last call's.
+
+The same chain serves the provider-backed CLI compaction and Desktop compress
+(``project_chain``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from shadow.canonical import Canon
+from shadow.fixtures import Capture
+from shadow.projection import Drop, Projection, ProviderOutcome
+from shadow.surfaces._messages import (
+    Source,
+    infer_drops,
+    input_sources,
+    match_messages,
+    source_ids,
+    strategy_steps,
+    with_covers,
+)
+
+StatsOf = Callable[[Mapping[str, Any]], tuple[str | None, Mapping[str, Any]]]
+
+
+def _cli_stats(out: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any]]:
+    stats = out.get("stats") if isinstance(out.get("stats"), Mapping) else {}
+    noise = {k: stats[k] for k in ("originalTokens", "compressedTokens", "saved", "ratio")
+             if k in stats}
+    return stats.get("strategy"), noise
+
+
+def calls_of(capture: Capture) -> list[Mapping[str, Any]]:
+    if capture.calls:
+        return [c for c in capture.calls if isinstance(c, Mapping)]
+    return [{"output": capture.output, "error": capture.error,
+             "output_provenance": list(capture.output_provenance or ())}]
+
+
+def error_category(err: Any) -> str:
+    if isinstance(err, Mapping):
+        return str(err.get("name") or "Error")
+    return "Error"
+
+
+def project_chain(canon: Canon, capture: Capture, stats_of: StatsOf, *,
+                  pair_repair: bool,
+                  provider_of: Callable[[int, Mapping[str, Any] | None, Any], ProviderOutcome]
+                  | None = None,
+                  rewrite: Any = None) -> Projection:
+    """Replay the capture's calls through the matcher; the last call's projection."""
+    session = canon.session
+    assert session is not None
+    first, end = session.batches[0]
+    sources: list[Source] = input_sources(session, range(first, end))
+    offered = list(source_ids(sources, session))
+    calls = calls_of(capture)
+    trust_of = {it.item_id: it.trust for it in session.items}
+    projection: Projection | None = None
+    for k, call in enumerate(calls):
+        if k > 0 and k < len(session.batches):
+            b0, b1 = session.batches[k]
+            extra = input_sources(session, range(b0, b1))
+            offered += source_ids(extra, session)
+            sources = sources + extra
+        out = call.get("output")
+        provider = provider_of(k, out if isinstance(out, Mapping) else None,
+                               call.get("error")) if provider_of else None
+        if call.get("error") is not None or not isinstance(out, Mapping):
+            return Projection(canon.name, capture.name, "baseline", status="error",
+                              error=error_category(call.get("error")),
+                              input_ids=tuple(offered), provider=provider)
+        messages: Sequence[Any] = out.get("messages") if isinstance(
+            out.get("messages"), list) else []
+        prov = call.get("output_provenance")
+        last = k == len(calls) - 1
+        match = match_messages(sources, messages, session,
+                               provenance=prov if isinstance(prov, list) else None,
+                               rewrite=rewrite, derived_prefix="" if last else f"c{k + 1}.")
+        strategy, noise = stats_of(out)
+        drops = infer_drops(sources, match, session, strategy_steps(strategy), messages,
+                            pair_repair=pair_repair)
+        with_covers(match, drops, trust_of)
+        projection = Projection(
+            canon.name, capture.name, "baseline", input_ids=tuple(offered),
+            items=tuple(match.items), dropped=tuple(sorted(drops, key=lambda d: d.id)),
+            provider=provider, noise=dict(noise),
+            facts={"strategy": strategy_steps(strategy), "match": dict(sorted(
+                match.notes.items()))},
+        )
+        sources = list(match.next_sources)
+    assert projection is not None
+    return projection
+
+
+def adapt(canon: Canon, capture: Capture) -> Projection:
+    ctor = capture.options.get("compress") if isinstance(
+        capture.options.get("compress"), Mapping) else {}
+    return project_chain(canon, capture, _cli_stats,
+                         pair_repair=bool(ctor.get("preserveToolPairs", False)))
+
+
+def drops_by_reason(drops: Sequence[Drop]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for d in drops:
+        out[d.reason] = out.get(d.reason, 0) + 1
+    return out

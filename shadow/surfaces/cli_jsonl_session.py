@@ -1,0 +1,102 @@
+"""CLI JSONL session store (``appendCompactEventIfMessagesMatch`` + ``rebuildMessages``)
+→ projection.
+
+The capture persists the input with the headless-runner turn projection (host system
+prompts are not persisted), appends one compact event per compaction (its messages are
+the compaction source's output, ``projectCanonicalResumeMessages``) and rebuilds the
+history from the latest compact event.  The projection is the rebuilt history
+(``rebuildMessages``) matched back to input identities; host system prompts are
+dropped as ``not_persisted``; summaries carry ``_cc_replay`` provenance.  Facts:
+
+* ``chain``: ``verifySession.status`` (``session.chain_invalid`` unless ``verified``);
+* ``replay``: ``consistent`` when the rebuilt history equals the verified read and the
+  latest compact event's messages (else ``session.replay_mismatch``);
+* ``writers``: who appended compact events (``legacy:jsonl-session-store``; a seeded
+  ``resume-fixture`` event is input, not a write of this run).
+
+Event timestamps, hashes and the session file path (platform separators) are noise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from shadow.canonical import Canon
+from shadow.fixtures import Capture
+from shadow.projection import Projection
+from shadow.surfaces._messages import (
+    infer_drops,
+    input_sources,
+    match_messages,
+    source_ids,
+    strategy_steps,
+    with_covers,
+)
+from shadow.surfaces.cli_compress import error_category
+
+WRITER = "legacy:jsonl-session-store"
+
+
+def _events(out: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    events = []
+    for line in out.get("raw_jsonl_lines") or ():
+        try:
+            ev = json.loads(line)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(ev, Mapping):
+            events.append(ev)
+    return events
+
+
+def adapt(canon: Canon, capture: Capture) -> Projection:
+    session = canon.session
+    assert session is not None
+    out = capture.output
+    if capture.error is not None or not isinstance(out, Mapping):
+        return Projection(canon.name, capture.name, "baseline", status="error",
+                          error=error_category(capture.error))
+    seqs = [s for b in session.batches for s in range(*b)]
+    sources = input_sources(session, seqs)
+    offered = source_ids(sources, session)
+    compacts = [e for e in _events(out) if e.get("type") == "compact"]
+    written = [e for e in compacts
+               if (e.get("data") or {}).get("trigger") not in ("resume-fixture",)]
+    last = written[-1]["data"] if written else {}
+    rebuilt = out.get("rebuildMessages") if isinstance(out.get("rebuildMessages"), list) else []
+    prov = out.get("readVerifiedMessages_provenance")
+    match = match_messages(sources, rebuilt, session,
+                           provenance=prov if isinstance(prov, list) else None)
+    steps = strategy_steps(last.get("strategy"))
+    drops = infer_drops(sources, match, session, steps, rebuilt, pair_repair=True)
+    by_id = session.by_id
+    drops = [replace(d, reason="not_persisted", legacy_reason="not-persisted")
+             if by_id.get(d.id) and by_id[d.id].role == "system"
+             and not by_id[d.id].detail.get("prior") else d for d in drops]
+    with_covers(match, drops, {it.item_id: it.trust for it in session.items})
+    verify = out.get("verifySession") if isinstance(out.get("verifySession"), Mapping) else {}
+    consistent = rebuilt == out.get("readVerifiedMessages") and (
+        not written or _strip(last.get("messages")) == _strip(rebuilt))
+    steps_out = out.get("steps") if isinstance(out.get("steps"), list) else []
+    settlement = [s.get("settlement_error") for s in steps_out if isinstance(s, Mapping)]
+    return Projection(
+        canon.name, capture.name, "baseline", input_ids=tuple(offered),
+        items=tuple(match.items), dropped=tuple(sorted(drops, key=lambda d: d.id)),
+        writers=(WRITER,) if written else (),
+        facts={"chain": str(verify.get("status") or "unknown"),
+               "replay": "consistent" if consistent else "mismatch",
+               "settlement": "ok" if not any(settlement) else "error",
+               "match": dict(sorted(match.notes.items()))},
+        noise={"events": len(_events(out)), "compacts": len(written)},
+    )
+
+
+def _strip(messages: Any) -> list[Any]:
+    if not isinstance(messages, list):
+        return []
+    return [{k: v for k, v in m.items() if k != "_cc_replay"} if isinstance(m, Mapping) else m
+            for m in messages]
+
