@@ -16,7 +16,8 @@ nox.options.sessions = ["tests"]
 def shadow(session: nox.Session) -> None:
     """The main job: shadow run on the bundled fixtures; reports in reports/latest/."""
     session.install("-e", ".")
-    session.run("shadow", "run", "--fixtures", "fixtures", "--out", "reports/latest",
+    session.run("shadow", "run", "--fixtures", "fixtures", "--recordings", "recordings",
+                "--out", "reports/latest",
                 *session.posargs, success_codes=[0, 1])
 
 

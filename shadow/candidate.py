@@ -95,13 +95,17 @@ class _Policy:
 class KernelCandidate:
     """The live kernel (planner + recorded summarizer + memory reference model)."""
 
-    def __init__(self, plan_fn: PlanFn | None = None) -> None:
+    def __init__(self, plan_fn: PlanFn | None = None,
+                 recordings: str | Path | None = None) -> None:
         self._plan = plan_fn or _default_plan
+        self._recordings = None if recordings is None else str(recordings)
         self.identity = {
             "kind": "kernel",
             "implementation": "context-kernel-parity (python)",
             "planner": "kernel.planner.plan_context" if plan_fn is None else "injected",
-            "summarizer": "recorded provider answers (shadow.recorded_provider)",
+            "summarizer": "recorded provider answers (shadow.recorded_provider: "
+                          + ("vcrpy cassettes" if recordings is not None else "captures")
+                          + ")",
             "memory": memory_model.MODEL_ID,
             "policy": "shadow-policy/v1",
         }
@@ -230,7 +234,7 @@ class KernelCandidate:
         call = provider.requests + 1
         provider.requests += 1
         try:
-            answer = recorded_answer(canon.doc, surface, entry, call)
+            answer = recorded_answer(canon.doc, surface, entry, call, self._recordings)
         except SideEffectError:
             side.append(SideEffect("provider_request", f"{surface}:{entry.split('#')[0]}#{call}",
                                    recorded=False))
@@ -434,7 +438,7 @@ def write_recorded(root: Path | str, identity: Mapping[str, Any],
         (d / f"{p.surface}.projection.json").write_text(dumps(p), encoding="utf-8")
 
 
-def make_candidate(spec: str | None) -> Candidate:
+def make_candidate(spec: str | None, recordings: str | Path | None = None) -> Candidate:
     if spec in (None, "", "kernel"):
-        return KernelCandidate()
+        return KernelCandidate(recordings=recordings)
     return RecordedCandidate(spec)

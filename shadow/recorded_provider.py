@@ -6,9 +6,11 @@ no network path here at all.  A request that has no recording raises
 :class:`shadow.errors.SideEffectError`; the candidate turns that into a
 ``shadow.side_effect`` (blocking) in its projection.
 
-Today the recordings are ``input.json`` ``provider_responses``; when the vcrpy
-cassettes under ``recordings/`` land, only this module changes (the cassette
-replay answers with ``record_mode="none"``).
+Two sources of the same recorded exchanges: the vcrpy cassettes under a
+``--recordings`` folder (replayed read-only with ``record_mode="none"`` through
+the real HTTP summarizer client, :mod:`shadow.providers`), or, when no folder is
+given, the captures' own ``input.json`` ``provider_responses`` the cassettes were
+imported from.  Either way no request ever leaves the machine.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from shadow.errors import SideEffectError
@@ -30,10 +33,13 @@ class RecordedAnswer:
     usage: Mapping[str, Any] | None
     error_name: str | None = None
     error_code: str | None = None
+    replayed_truth: str | None = None  # set when the answer came from a cassette replay
 
     @property
     def truth(self) -> str:
         """ok | invalid (not a JSON object) | no-usage | error | cancelled."""
+        if self.replayed_truth is not None:
+            return self.replayed_truth
         if self.outcome != "ok":
             return self.outcome
         if parse_summary(self.content) is None:
@@ -58,12 +64,21 @@ def exchanges(doc: Mapping[str, Any], surface: str, entry: str) -> list[Mapping[
     return out
 
 
-def recorded_answer(doc: Mapping[str, Any], surface: str, entry: str, call: int) -> RecordedAnswer:
+def recorded_answer(doc: Mapping[str, Any], surface: str, entry: str, call: int,
+                    recordings: str | Path | None = None) -> RecordedAnswer:
     """The recorded answer to the ``call``-th (1-based) provider request of an entry point.
 
-    Raises ``SideEffectError`` when nothing was recorded for it: the shadow must never
-    make that request for real.
+    With ``recordings`` the answer is replayed from the scenario's cassette through the
+    HTTP summarizer client.  Raises ``SideEffectError`` when nothing was recorded for
+    it: the shadow must never make that request for real.
     """
+    if recordings is not None:
+        from shadow.providers import replay_legacy_call
+
+        out = replay_legacy_call(recordings, doc, surface, entry, call)
+        truth = out.truth
+        return RecordedAnswer("ok" if truth in ("ok", "invalid", "no-usage") else truth,
+                              out.content, out.usage_receipt, replayed_truth=truth)
     for r in exchanges(doc, surface, entry):
         if r.get("call") == call:
             return _answer(r)

@@ -93,7 +93,7 @@ def execute(opts: RunOptions) -> RunResult:
     waiver_list = waiver_mod.load(opts.waivers) if opts.waivers else []
     root = _fixtures_root(opts.fixtures)
     corpus = load_corpus(root)
-    candidate = cand_mod.make_candidate(opts.candidate)
+    candidate = cand_mod.make_candidate(opts.candidate, opts.recordings)
     results = replay_all(corpus.scenarios, candidate, opts.surfaces, opts.jobs)
     divs, defects, comparisons, projections = reduce_results(results)
     divs = sorted([*divs, *_quarantine(corpus.quarantined)], key=lambda d: d.sort_key)
