@@ -43,9 +43,14 @@ def calibrate() -> dict[str, float]:
 def main() -> int:
     name, n, samples = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     run, extra = build(name, n)
+    setup = getattr(run, "setup", None)  # optional untimed per-sample preparation
+    if setup is not None:
+        setup()
     run()  # warm-up (imports, caches)
     times: list[float] = []
     for _ in range(samples):
+        if setup is not None:
+            setup()
         t = time.perf_counter()
         run()
         times.append((time.perf_counter() - t) * 1000)

@@ -189,18 +189,27 @@ def _by_id(items: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
     return out
 
 
+def _notable(item: Mapping[str, Any]) -> bool:
+    """Whether an original item can be protected, pinned, pending or in a tool group;
+    every other original item only matters by its id and digest."""
+    return item.get("pinned") is True or item.get("kind") == "system-policy" or bool(
+        binding_of(item)
+    )
+
+
 def _peer_checks(
-    original: Sequence[Mapping[str, Any]], candidate: Sequence[Mapping[str, Any]]
+    before: Mapping[str, Mapping[str, Any]],
+    notable: Sequence[Mapping[str, Any]],
+    after: Mapping[str, Mapping[str, Any]],
+    candidate: Sequence[Mapping[str, Any]],
 ) -> list[Violation]:
-    before = _by_id(original)
-    after = _by_id(candidate)
     found: list[Violation] = []
-    for item in original:
+    for item in notable:
         item_id = str(item.get("itemId"))
         if _must_survive(item) and (after.get(item_id) or {}).get("digest") != item.get("digest"):
             found.append(Violation(PROTECTED_ITEM_CHANGED, item_id=item_id))
     groups: dict[str, list[Mapping[str, Any]]] = {}
-    for item in original:
+    for item in notable:
         call_id = binding_of(item).get("toolCallId")
         if call_id:
             groups.setdefault(str(call_id), []).append(item)
@@ -221,11 +230,12 @@ def _peer_checks(
 
 
 def _pinned_and_pending(
-    original: Sequence[Mapping[str, Any]], candidate: Sequence[Mapping[str, Any]]
+    notable: Sequence[Mapping[str, Any]],
+    after: Mapping[str, Mapping[str, Any]],
+    candidate: Sequence[Mapping[str, Any]],
 ) -> list[Violation]:
-    after = _by_id(candidate)
     found: list[Violation] = []
-    for item in original:
+    for item in notable:
         item_id = str(item.get("itemId"))
         kept = after.get(item_id)
         if item.get("pinned") is True and (kept or {}).get("digest") != item.get("digest"):
@@ -251,15 +261,18 @@ def _pinned_and_pending(
 
 
 def _derived_checks(
-    original: Sequence[Mapping[str, Any]], candidate: Sequence[Mapping[str, Any]]
+    original: Sequence[Mapping[str, Any]],
+    before: Mapping[str, Mapping[str, Any]],
+    candidate: Sequence[Mapping[str, Any]],
 ) -> list[Violation]:
-    before = _by_id(original)
-    by_digest = {str(item.get("digest")): item for item in original}
+    by_digest: dict[str, Mapping[str, Any]] | None = None  # built for the first derived item
     found: list[Violation] = []
     for item in candidate:
         item_id = str(item.get("itemId"))
         if item_id in before:
             continue
+        if by_digest is None:
+            by_digest = {str(i.get("digest")): i for i in original}
         provenance = item.get("provenance")
         parent_digests = (
             list(provenance.get("parentDigests") or ()) if isinstance(provenance, Mapping) else []
@@ -290,7 +303,9 @@ def verify_compaction(
     original: Sequence[Mapping[str, Any]], candidate: Sequence[Mapping[str, Any]]
 ) -> Verification:
     """All violations of the candidate against the fixed input (peer codes first)."""
-    violations = _peer_checks(original, candidate)
-    violations += _pinned_and_pending(original, candidate)
-    violations += _derived_checks(original, candidate)
+    before, after = _by_id(original), _by_id(candidate)
+    notable = [item for item in original if _notable(item)]
+    violations = _peer_checks(before, notable, after, candidate)
+    violations += _pinned_and_pending(notable, after, candidate)
+    violations += _derived_checks(original, before, candidate)
     return Verification(tuple(violations))

@@ -43,7 +43,7 @@ from kernel.compaction_summary import (
 )
 from kernel.digest import Profile, digest
 from kernel.errors import InvalidArgument, LegacyWriterFenced, NonPortableValue
-from kernel.normalize import normalize_context_item
+from kernel.normalize_batch import normalize_context_items
 from kernel.planner import item_order_key, plan_context
 from kernel.ports import (
     Clock,
@@ -233,7 +233,7 @@ class CompactionKernel:
             raise InvalidArgument(
                 "SessionContextPort returned an invalid snapshot", details={"sessionId": session_id}
             )
-        originals = [normalize_context_item(i, profile=self.profile) for i in snapshot.items]
+        originals = normalize_context_items(list(snapshot.items), profile=self.profile)
         input_digest = self._digest(
             {
                 "sessionId": session_id,
@@ -313,7 +313,7 @@ class CompactionKernel:
                 machine = self._step(machine, m.FallbackSelected(str(code or "summarizer_failed")))
 
         candidate = sorted(
-            (normalize_context_item(i, profile=self.profile) for i in outputs), key=item_order_key
+            normalize_context_items(outputs, profile=self.profile), key=item_order_key
         )
         machine = self._step(machine, m.CandidateBuilt(self._now()))
         verification = verify_compaction(originals, candidate)

@@ -13,7 +13,12 @@ Windows and case-insensitive filesystems).  Identical bytes are stored once.
 chunks) is hashed and written in ``chunk_size`` pieces (1–4 MiB) to a temp
 file, fsynced, then published with ``os.replace`` (atomic on POSIX and
 Windows).  A 100 MiB result is never copied in memory: bytes input is sliced
-through a ``memoryview``; streams are read chunk by chunk.  ``get`` re-hashes
+through a ``memoryview``; streams are read chunk by chunk.  Large chunks are
+hashed on a helper thread while the calling thread writes them (``hashlib`` and
+``os.write`` release the GIL), so a put costs about one SHA-256 pass instead of
+a hash plus a copy; at most three chunks are referenced at once (one hashed,
+one queued and written, one being read), and the thread lives only for the
+duration of one ``put``.  ``get`` re-hashes
 what it reads (``digest_mismatch`` on any difference), a missing object is
 ``content_unavailable``, and the stored policy is re-checked against the reader
 (:func:`kernel.content.check_access`).  ``purge`` removes the ref and, when no
@@ -26,6 +31,8 @@ import contextlib
 import hashlib
 import json
 import os
+import queue
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -41,7 +48,60 @@ from kernel.ports import (
 )
 
 MIB: Final = 1024 * 1024
+#: Chunks at least this large are hashed on the helper thread (below, a thread costs
+#: more than the overlap saves).
+PARALLEL_MIN: Final = 256 * 1024
 _HEX = frozenset("0123456789abcdef")
+
+
+class _StreamHash:
+    """SHA-256 of a chunk sequence; large chunks are hashed on a helper thread.
+
+    Chunks are hashed in order: small leading chunks inline, then everything on
+    the thread (started by the first large chunk).  ``queue`` holds one chunk, so a
+    slow hash blocks the producer instead of buffering the stream.
+    """
+
+    def __init__(self) -> None:
+        self._hasher = hashlib.sha256()
+        self._queue: queue.Queue[bytes | memoryview | None] | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def update(self, chunk: bytes | memoryview) -> None:
+        if self._thread is None:
+            if len(chunk) < PARALLEL_MIN:
+                self._hasher.update(chunk)
+                return
+            self._queue = queue.Queue(maxsize=1)
+            self._thread = threading.Thread(target=self._run, name="fs-content-sha256")
+            self._thread.daemon = True
+            self._thread.start()
+        assert self._queue is not None
+        self._queue.put(chunk)
+
+    def _run(self) -> None:
+        assert self._queue is not None
+        while (chunk := self._queue.get()) is not None:
+            if self._error is None:  # after a failure keep draining: never block the producer
+                try:
+                    self._hasher.update(chunk)
+                except BaseException as exc:
+                    self._error = exc
+
+    def close(self) -> None:
+        """Stop the helper thread (idempotent; also on the error paths of ``put``)."""
+        if self._thread is not None:
+            assert self._queue is not None
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def hexdigest(self) -> str:
+        self.close()
+        if self._error is not None:
+            raise self._error
+        return self._hasher.hexdigest()
 
 
 def _chunks(content: ContentSource, size: int) -> Iterator[bytes | memoryview]:
@@ -94,6 +154,28 @@ def _policy_from_wire(value: dict[str, Any]) -> ContentPolicy:
     )
 
 
+class _Staged:
+    """A temp file being written: ``discard`` closes and removes it (idempotent)."""
+
+    __slots__ = ("_open", "fd", "path")
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd = fd
+        self.path = path
+        self._open = True
+
+    def close(self) -> None:
+        if self._open:
+            self._open = False
+            os.close(self.fd)
+
+    def discard(self) -> None:
+        try:
+            self.close()
+        finally:
+            self.path.unlink(missing_ok=True)
+
+
 class FsContentPort:
     """ContentPort over a directory; safe for concurrent writers (atomic renames)."""
 
@@ -113,6 +195,7 @@ class FsContentPort:
         self.durable = durable
         for sub in ("blobs", "refs", "tmp"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self._dirs: set[str] = set()  # shard directories known to exist (never removed)
 
     # ----------------------------------------------------------------- paths
     def _blob(self, hex_digest: str) -> Path:
@@ -130,49 +213,68 @@ class FsContentPort:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
         return os.open(path, flags, 0o644), path
 
-    def _publish(self, fd: int, temp: Path, final: Path) -> None:
+    def _publish(self, staged: _Staged, final: Path) -> None:
+        temp = staged.path
         try:
             if self.durable:
-                os.fsync(fd)
+                os.fsync(staged.fd)
         finally:
-            os.close(fd)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(temp, final)
+            staged.close()
+        parent = os.path.dirname(final)
+        if parent not in self._dirs:
+            os.makedirs(parent, exist_ok=True)
+            self._dirs.add(parent)
+        try:
+            os.replace(temp, final)
+        except FileNotFoundError:  # a shard directory removed behind our back
+            if not os.path.exists(temp):
+                raise
+            os.makedirs(parent, exist_ok=True)
+            os.replace(temp, final)
 
     # ----------------------------------------------------------------- port
     def put(self, content: ContentSource, policy: ContentPolicy) -> ContentRef:
-        hasher = hashlib.sha256()
-        length = 0
+        hasher = _StreamHash()
+        staged: list[_Staged] = []  # temp files: closed and removed unless published
         hashed = False  # True once every byte is written and hashed
         hex_digest = ""
-        fd, temp = self._temp()
+        length = 0
+        ref_temp: _Staged | None = None
         try:
             try:
+                blob_temp: _Staged | None = None
+                write = os.write
                 for chunk in _chunks(content, self.chunk_size):
-                    hasher.update(chunk)
-                    view = memoryview(chunk)
+                    hasher.update(chunk)  # large chunks: hashed meanwhile on the helper thread
+                    if blob_temp is None:  # opened once hashing runs: the two overlap
+                        blob_temp = self._stage(staged)
+                    fd, view = blob_temp.fd, memoryview(chunk)
                     while view:
-                        view = view[os.write(fd, view) :]
+                        view = view[write(fd, view) :]
                     length += len(chunk)
-            except BaseException:
-                os.close(fd)
-                raise
-            hex_digest = hasher.hexdigest()
+                if blob_temp is None:  # empty content
+                    blob_temp = self._stage(staged)
+                ref_temp = self._stage(staged)  # created while the last chunk is hashed
+                hex_digest = hasher.hexdigest()
+            finally:
+                hasher.close()
             hashed = True
             blob = self._blob(hex_digest)
-            if blob.exists():  # same bytes already stored: keep the published copy
-                os.close(fd)
-                temp.unlink(missing_ok=True)
+            if os.path.exists(blob):  # same bytes already stored: keep the published copy
+                blob_temp.discard()
             else:
-                self._publish(fd, temp, blob)
+                self._publish(blob_temp, blob)
         except OSError as exc:
-            temp.unlink(missing_ok=True)
+            for temp in staged:
+                temp.discard()
             # A concurrent writer published the same bytes first (Windows refuses to
             # replace a file another process has open): content addressing makes it ours.
             if not (hashed and self._blob(hex_digest).exists()):
                 raise StoreFailure("cannot store content", details={}) from exc
+            ref_temp = None
         except BaseException:
-            temp.unlink(missing_ok=True)
+            for temp in staged:
+                temp.discard()
             raise
         ref = ContentRef(
             store=self.store,
@@ -185,14 +287,24 @@ class FsContentPort:
             access_policy=policy.access_policy,
         )
         record = json.dumps({"ref": ref.to_wire(), "policy": _policy_wire(policy)}).encode("utf-8")
-        fd, temp = self._temp()
         try:
-            os.write(fd, record)
-            self._publish(fd, temp, self._ref(ref.object_id))
-        except OSError as exc:
-            temp.unlink(missing_ok=True)
-            raise StoreFailure("cannot store content reference", details={}) from exc
+            if ref_temp is None:
+                ref_temp = self._stage([])
+            os.write(ref_temp.fd, record)
+            self._publish(ref_temp, self._ref(ref.object_id))
+        except BaseException as exc:
+            if ref_temp is not None:
+                ref_temp.discard()
+            if isinstance(exc, OSError):
+                raise StoreFailure("cannot store content reference", details={}) from exc
+            raise
         return ref
+
+    def _stage(self, staged: list[_Staged]) -> _Staged:
+        fd, path = self._temp()
+        temp = _Staged(fd, path)
+        staged.append(temp)
+        return temp
 
     def _load(self, ref: ContentRef) -> ContentPolicy:
         try:

@@ -3,10 +3,10 @@
 Each case seeds the in-memory session port, scripts the clock, the uuid source
 and the summarizer exactly as the vectors' README describes, runs every step
 through :class:`kernel.compaction_service.CompactionKernel` (``peer`` digest
-profile) and compares: receipts (byte-for-byte, digests included), error codes
-and the lifecycle the peer attaches to errors, uuids consumed, clock calls,
-summarizer calls, and what the port persisted (head, items, events,
-reconciliations).
+profile; the test doubles live in :mod:`shadow.compaction_harness`) and
+compares: receipts (byte-for-byte, digests included), error codes and the
+lifecycle the peer attaches to errors, uuids consumed, clock calls, summarizer
+calls, and what the port persisted (head, items, events, reconciliations).
 
 Documented differences (``tests/vectors/peer/KNOWN_DIFFERENCES.md``, section
 "compaction"): KD-C1 — request ``metadata`` with a key outside the peer digest
@@ -23,106 +23,25 @@ from typing import Any
 
 import pytest
 
-from kernel.adapters.memory_session import InMemorySessionPort
 from kernel.compaction_invariants import PEER_CODES
 from kernel.compaction_service import CompactionKernel
 from kernel.digest import peer_portable_key
-from kernel.errors import KernelError
-from kernel.normalize import normalize_context_item
-from kernel.ports import SessionSnapshot, SummarizerFailure
-from kernel.timestamps import iso_to_epoch_ms
+from shadow.compaction_harness import (
+    ScriptedClock,
+    ScriptedIds,
+    ScriptedSummarizer,
+    error_record,
+    seeded_port,
+)
 from tests.conftest import peer_cases, require_case
 
 FILE = "compaction-vectors.json"
 pytestmark = pytest.mark.peer
 
 
-class ScriptedClock:
-    def __init__(self, spec: dict[str, Any]) -> None:
-        self.spec = spec
-        self.calls = 0
-
-    def __call__(self) -> int:
-        k = self.calls
-        self.calls += 1
-        if self.spec["mode"] == "fixed":
-            return iso_to_epoch_ms(self.spec["now"])
-        return iso_to_epoch_ms(self.spec["start"]) + k * int(self.spec["stepMs"])
-
-
-class ScriptedIds:
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-        self.issued: list[str] = []
-
-    def __call__(self) -> str:
-        value = f"{self.prefix}-{len(self.issued) + 1:03d}"
-        self.issued.append(value)
-        return value
-
-
-class AdvancingPort(InMemorySessionPort):
-    """The peer's ``advanceHeadAfterRead`` double: the head moves after the first read."""
-
-    def __init__(self, advance_to: str | None) -> None:
-        super().__init__(
-            profile="peer", normalize=lambda i: normalize_context_item(i, profile="peer")
-        )
-        self.advance_to = advance_to
-        self.reads = 0
-
-    def read_snapshot(self, session_id: str) -> SessionSnapshot | None:
-        snapshot = super().read_snapshot(session_id)
-        self.reads += 1
-        if self.reads == 1 and self.advance_to is not None and snapshot is not None:
-            self.set_head(session_id, self.advance_to)
-        return snapshot
-
-
-class ScriptedSummarizer:
-    def __init__(self, spec: dict[str, Any], log: list[dict[str, Any]]) -> None:
-        self.spec = spec
-        self.log = log
-
-    def __call__(self, dropped: list[dict[str, Any]], context: dict[str, Any]) -> Any:
-        self.log.append(
-            {
-                "droppedItemIds": [i["itemId"] for i in dropped],
-                "droppedItemDigests": [i["digest"] for i in dropped],
-                "context": copy.deepcopy(context),
-            }
-        )
-        if self.spec["kind"] == "return":
-            return copy.deepcopy(self.spec["output"])
-        error = self.spec["error"]
-        raise SummarizerFailure(
-            error["message"],
-            code=error.get("code"),
-            outcome_unknown=bool(error.get("outcomeUnknown")),
-        )
-
-
-def _error_record(exc: BaseException) -> dict[str, Any]:
-    record: dict[str, Any]
-    if isinstance(exc, KernelError):
-        record = {"code": exc.code, "message": exc.message, "details": exc.details}
-    else:
-        record = {"code": None, "message": str(exc)}
-    lifecycle = getattr(exc, "compaction_lifecycle", None)
-    if lifecycle is not None:
-        record["compactionLifecycle"] = lifecycle
-    return record
-
-
 def run_case(case: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    port = AdvancingPort(case["port"].get("advanceHeadAfterRead"))
     session = case["session"]
-    port.seed(
-        session["sessionId"],
-        head=session["head"],
-        memory_revision=session["memoryRevision"],
-        items=session["items"],
-    )
+    port = seeded_port(session, advance_to=case["port"].get("advanceHeadAfterRead"))
     clock = ScriptedClock(case["kernel"]["clock"])
     ids = ScriptedIds(case["kernel"]["uuidPrefix"])
     kernel = CompactionKernel(port, clock=clock, new_id=ids, mode=case["kernel"]["mode"])
@@ -141,7 +60,7 @@ def run_case(case: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]
                 value = kernel.reconcile(step["operationId"])
             result = {"ok": True, "value": value}
         except Exception as exc:  # the peer records every throw
-            result = {"ok": False, "error": _error_record(exc)}
+            result = {"ok": False, "error": error_record(exc)}
         result["uuidsConsumed"] = ids.issued[ids_before:]
         result["clockCalls"] = clock.calls - calls_before
         result["summarizerCalls"] = summarizer_log
