@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from kernel import digest as _digest
@@ -137,36 +137,6 @@ _BINDING_FIELDS: Final = frozenset(
         "budgetRevision",
     }
 )
-_RETENTION_FIELDS: Final = frozenset({"mode", "expiresAt", "maxAgeDays", "legalHoldId"})
-_MEMORY_FIELDS: Final = frozenset(
-    {
-        "schemaVersion",
-        "memoryId",
-        "scope",
-        "scopeId",
-        "category",
-        "content",
-        "contentRef",
-        "summary",
-        "provenance",
-        "evidenceRefs",
-        "confidence",
-        "importance",
-        "tags",
-        "sensitivity",
-        "allowedSinks",
-        "state",
-        "retentionPolicy",
-        "createdAt",
-        "updatedAt",
-        "lastAccessedAt",
-        "accessCount",
-        "supersedes",
-        "revision",
-        "digest",
-        "deletionFence",
-    }
-)
 _MISSING: Any = object()
 
 # --- digests of kernel-built values ----------------------------------------------------------
@@ -255,6 +225,29 @@ def identifier_collation_key(identifier: str) -> bytes:
     return raw.translate(_PRIMARY) + b"\x00" + raw.translate(_TERTIARY)
 
 
+# The same tables with LF kept as LF: validated identifiers never contain LF, and no
+# identifier character has a weight of 0x0A, so LF can separate many keys at once.
+_PRIMARY_LF: Final = _PRIMARY[:10] + b"\n" + _PRIMARY[11:]
+_TERTIARY_LF: Final = _TERTIARY[:10] + b"\n" + _TERTIARY[11:]
+
+
+def identifier_collation_keys(identifiers: Sequence[str]) -> list[bytes]:
+    """Sort keys ordering *distinct* validated identifiers exactly as
+    :func:`identifier_collation_key` orders them, computed for all at once.
+
+    Without upper-case letters the tertiary weights are all equal, and two distinct
+    identifiers always differ in their primary weights, so the primary weights alone
+    are the key (a proper prefix sorts first in both forms)."""
+    if not identifiers:
+        return []
+    raw = "\n".join(identifiers).encode("ascii")
+    primary = raw.translate(_PRIMARY_LF).split(b"\n")
+    if raw.lower() == raw:
+        return primary
+    tertiary = raw.translate(_TERTIARY_LF).split(b"\n")
+    return list(map(b"\x00".join, zip(primary, tertiary, strict=True)))
+
+
 # --- scalar checks (messages and details follow the peer) ---------------------------------
 
 
@@ -313,15 +306,6 @@ def _integer(value: Any, field: str, lo: int = 0, hi: int = MAX_SAFE_INTEGER) ->
         return int(value)
     raise InvalidArgument(
         f"{field} must be an integer between {lo} and {hi}", details={"field": field}
-    )
-
-
-def _number(value: Any, field: str, lo: float = 0, hi: float = 1) -> int | float:
-    kind = type(value)
-    if (kind is int or kind is float) and lo <= value <= hi:  # NaN fails the comparison
-        return int(value) if kind is float and value.is_integer() else value
-    raise InvalidArgument(
-        f"{field} must be a finite number between {lo:g} and {hi:g}", details={"field": field}
     )
 
 
@@ -463,7 +447,6 @@ def _binding(raw: Any, field: str = "binding") -> dict[str, Any]:
 ITEM_KEYS_CANONICAL: Final = keys_sort_canonically(
     (_ITEM_FIELDS, _SOURCE_REF_FIELDS, _PROVENANCE_FIELDS, _CONTENT_REF_FIELDS, _BINDING_FIELDS)
 )
-_MEMORY_KEYS_CANONICAL: Final = False  # records hold floats (confidence): exact path
 
 
 # --- ContextItem --------------------------------------------------------------------------
@@ -525,121 +508,18 @@ def normalize_context_item(raw: Any, *, profile: _digest.Profile = "peer") -> di
     return out
 
 
-# --- MemoryRecord -------------------------------------------------------------------------
-
-# JavaScript ``\s`` and the ``/iu`` word class (``ſ`` U+017F and ``K`` U+212A fold into it).
-_JS_SPACE: Final = (
-    "[\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]"
-)
-_JS_WORD: Final = "[A-Za-z0-9_\\u017f\\u212a]"
-_JS_B: Final = f"(?:(?<={_JS_WORD})(?!{_JS_WORD})|(?<!{_JS_WORD})(?={_JS_WORD}))"
-_SECRET_PATTERNS: Final = tuple(
-    re.compile(p.replace("\\s", _JS_SPACE).replace("\\b", _JS_B), re.IGNORECASE)
-    for p in (
-        r"-----BEGIN (?:RSA |EC |OPENSSH )?PRIVATE KEY-----",
-        r"\bBearer\s+[A-Za-z0-9._~+/=-]{16,}\b",
-        r"\b(?:api[_-]?key|access[_-]?token|client[_-]?secret)\s*[:=]\s*[\"']?[A-Za-z0-9._~+/=-]{12,}",
-        r"\b(?:recovery|backup)\s+code\s*[:=]\s*[A-Za-z0-9 -]{8,}",
-        r"\b(?:session|auth)(?:id|_token)?\s*=\s*[A-Za-z0-9%._~+/=-]{16,}",
-    )
-)
+# --- MemoryRecord (kernel.normalize_memory; imported lazily, it builds on this module) --
 
 
 def contains_secret_material(content: str) -> bool:
-    """The peer's secret-material detector (same patterns, JavaScript ``/iu`` semantics)."""
-    return any(p.search(content) is not None for p in _SECRET_PATTERNS)
+    """The peer's secret-material detector (see :mod:`kernel.normalize_memory`)."""
+    from kernel.normalize_memory import contains_secret_material as detect
 
-
-def _retention(raw: Any) -> dict[str, Any]:
-    value = _object(raw, "retentionPolicy")
-    _known(value, _RETENTION_FIELDS, "retentionPolicy")
-    mode = value.get("mode")
-    if type(mode) is not str or mode not in RETENTION_MODES:
-        raise InvalidArgument("retentionPolicy.mode is invalid")
-    if mode == "until_expired" and "expiresAt" not in value:
-        raise InvalidArgument("until_expired retention requires expiresAt")
-    if mode == "legal_hold" and "legalHoldId" not in value:
-        raise InvalidArgument("legal_hold retention requires legalHoldId")
-    out: dict[str, Any] = {"mode": mode}
-    if "expiresAt" in value:
-        out["expiresAt"] = _timestamp(value["expiresAt"], "retentionPolicy.expiresAt")
-    if "maxAgeDays" in value:
-        out["maxAgeDays"] = _integer(value["maxAgeDays"], "retentionPolicy.maxAgeDays", 1, 365_000)
-    if "legalHoldId" in value:
-        out["legalHoldId"] = _identifier(value["legalHoldId"], "retentionPolicy.legalHoldId")
-    return out
-
-
-def _evidence_refs(raw: Any) -> list[dict[str, Any]]:
-    if not _array(raw) or not 1 <= len(raw) <= 128:
-        raise InvalidArgument("evidenceRefs must contain 1-128 entries")
-    return [_source_ref(entry, f"evidenceRefs[{i}]") for i, entry in enumerate(raw)]
+    return detect(content)
 
 
 def normalize_memory_record(raw: Any, *, profile: _digest.Profile = "peer") -> dict[str, Any]:
-    """The peer's ``normalizeMemoryRecord``: validated wire dict with ``digest``."""
-    value = _object(raw, "MemoryRecord")
-    _known(value, _MEMORY_FIELDS, "MemoryRecord")
-    get = value.get
-    if not _is_one(get("schemaVersion")):
-        raise InvalidArgument("MemoryRecord schemaVersion must be 1")
-    state = get("state")
-    if type(state) is not str or state not in MEMORY_STATES:
-        raise InvalidArgument("MemoryRecord state is invalid", details={"state": state})
-    sensitivity = get("sensitivity")
-    if type(sensitivity) is not str or sensitivity not in SENSITIVITY:
-        raise InvalidArgument("MemoryRecord sensitivity is invalid")
-    tombstoned = state in ("deleted", "purged")
-    content = _string(get("content"), "content", 0 if tombstoned else 1, 4 * 1024 * 1024)
-    if not tombstoned and contains_secret_material(content):
-        raise InvalidArgument(
-            "MemoryRecord content appears to contain secret material", details={"field": "content"}
-        )
-    if tombstoned:
-        if content != "":
-            raise InvalidArgument("deleted/purged MemoryRecord content must be empty")
-        if "summary" in value:
-            raise InvalidArgument("deleted/purged MemoryRecord must not retain summary")
-        if "contentRef" in value:
-            raise InvalidArgument("deleted/purged MemoryRecord must not retain contentRef")
-        if "deletionFence" not in value:
-            raise InvalidArgument("deleted/purged MemoryRecord requires deletionFence")
-    memory_id = _identifier(get("memoryId"), "memoryId")
-    scope, scope_id = _scope(get("scope"), get("scopeId", _MISSING))
-    out: dict[str, Any] = {"schemaVersion": 1, "memoryId": memory_id, "scope": scope}
-    if scope_id is not None:
-        out["scopeId"] = scope_id
-    out["category"] = _identifier(get("category"), "category")
-    out["content"] = content
-    if "contentRef" in value:
-        out["contentRef"] = _content_ref(value["contentRef"])
-    if "summary" in value:
-        out["summary"] = _string(value["summary"], "summary", 1, 16 * 1024)
-    out["provenance"] = _provenance(get("provenance"))
-    out["evidenceRefs"] = _evidence_refs(get("evidenceRefs"))
-    out["confidence"] = _number(get("confidence"), "confidence")
-    out["importance"] = _number(get("importance"), "importance")
-    out["tags"] = _string_set(get("tags"), "tags", 0, 128, 128)
-    out["sensitivity"] = sensitivity
-    out["allowedSinks"] = _string_set(get("allowedSinks"), "allowedSinks", 1, 128, 128)
-    out["state"] = state
-    out["retentionPolicy"] = _retention(get("retentionPolicy"))
-    out["createdAt"] = _timestamp(get("createdAt"), "createdAt")
-    out["updatedAt"] = _timestamp(get("updatedAt"), "updatedAt")
-    if "lastAccessedAt" in value:
-        out["lastAccessedAt"] = _timestamp(value["lastAccessedAt"], "lastAccessedAt")
-    out["accessCount"] = _integer(get("accessCount"), "accessCount")
-    if "supersedes" in value:
-        entries = _string_set(value["supersedes"], "supersedes", 0, 128, 160)
-        out["supersedes"] = [_identifier(e, "supersedes") for e in entries]
-    out["revision"] = _integer(get("revision"), "revision", 1)
-    if "deletionFence" in value:
-        out["deletionFence"] = _identifier(value["deletionFence"], "deletionFence")
-    digest = kernel_value_digest(out, MEMORY_RECORD_DOMAIN, profile, _MEMORY_KEYS_CANONICAL)
-    supplied = get("digest", _MISSING)
-    if supplied is not _MISSING and _digest_value(supplied) != digest:
-        raise DigestMismatch(
-            "MemoryRecord digest does not match canonical content", details={"memoryId": memory_id}
-        )
-    out["digest"] = digest
-    return out
+    """The peer's ``normalizeMemoryRecord`` (see :mod:`kernel.normalize_memory`)."""
+    from kernel.normalize_memory import normalize_memory_record as normalize
+
+    return normalize(raw, profile=profile)

@@ -18,13 +18,19 @@ Pure and deterministic; byte-compatible with the peer's ``planContext`` under th
 5. ``selected`` is sorted by the item order; ``dropped`` by itemId (peer collation);
    the plan digest covers the plan without ``digest`` (domain
    ``chainlesschain.context-plan/v1``).
+
+Implementation: the items arrive as columns (:func:`kernel.normalize_batch.
+context_item_batch`, which re-verifies every digest); governance is decided once per
+distinct value (scope pair, sink list, expiry); the selection order is one packed int
+per item plus the itemId collation key, sorted stably in two passes; normalized item
+dicts are built only for the selected items.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from kernel import digest as _digest
@@ -46,12 +52,12 @@ from kernel.normalize import (
     _object,
     _scope,
     _string,
-    identifier_collation_key,
+    identifier_collation_keys,
     kernel_value_digest,
     keys_sort_canonically,
     peer_collation_key,
 )
-from kernel.normalize_batch import normalize_context_items
+from kernel.normalize_batch import ItemBatch, context_item_batch
 from kernel.partitions import (
     KIND_PARTITION,
     PLAN_PARTITIONS,
@@ -115,7 +121,10 @@ def is_protected(item: Mapping[str, Any]) -> bool:
         return True
     if item["kind"] == "system-policy" and item["trust"] in _TRUSTED:
         return True
-    binding = item.get("binding")
+    return _binding_protects(item.get("binding"))
+
+
+def _binding_protects(binding: Mapping[str, Any] | None) -> bool:
     if not binding:
         return False
     return bool(
@@ -179,7 +188,7 @@ class _Request:
     input_budget: int
     recovery_reserve: int
     selectable_budget: int
-    items: list[dict[str, Any]]
+    items: ItemBatch
     ceilings: dict[str, int]
     minimums: dict[str, int]
     sink: str
@@ -227,13 +236,13 @@ def _normalize_request(raw: Any, profile: _digest.Profile) -> _Request:
         raise InvalidArgument(
             f"items must be an array with at most {MAX_ITEMS} entries", details={"field": "items"}
         )
-    items = normalize_context_items(raw_items, profile=profile)
-    seen: set[str] = set()
-    for item in items:
-        item_id = item["itemId"]
-        if item_id in seen:
-            raise InvalidArgument("ContextItem IDs must be unique", details={"itemId": item_id})
-        seen.add(item_id)
+    items = context_item_batch(raw_items, profile=profile)
+    if len(set(items.ids)) != len(items.ids):
+        seen: set[str] = set()
+        for item_id in items.ids:
+            if item_id in seen:
+                raise InvalidArgument("ContextItem IDs must be unique", details={"itemId": item_id})
+            seen.add(item_id)
     if "now" not in request:
         raise InvalidArgument(
             "now is required: the kernel reads no clock (pass the caller's time)",
@@ -283,27 +292,78 @@ def _normalize_request(raw: Any, profile: _digest.Profile) -> _Request:
 # --- planning -------------------------------------------------------------------------------
 
 
-def _governance_reason(
-    item: Mapping[str, Any], req: _Request, admitted: frozenset[tuple[str, str | None]]
-) -> str | None:
-    expires = item.get("expiresAt")
-    if expires is not None and iso_to_epoch_ms(expires) <= req.now_ms:
-        return EXPIRED
-    if (item["scope"], item.get("scopeId")) not in admitted:
-        return SCOPE_DENIED
-    sinks = item["allowedSinks"]
-    if "*" not in sinks and req.sink not in sinks:
-        return SINK_DENIED
-    if item["kind"] == "system-policy" and item["trust"] not in _TRUSTED:
-        return UNTRUSTED_SYSTEM_POLICY
-    return None
+def _governance(batch: ItemBatch, req: _Request) -> list[str | None]:
+    """Admission drops per item, in the order of :mod:`kernel.drop_reasons`; each check
+    is decided once per distinct value and only visits the items when one fails."""
+    reasons: list[str | None] = [None] * len(batch.ids)
+    if batch.expires is not None:
+        now_ms = req.now_ms
+        dead = {e for e in set(batch.expires) if e is not None and iso_to_epoch_ms(e) <= now_ms}
+        if dead:
+            for i, expires in enumerate(batch.expires):
+                if expires in dead:
+                    reasons[i] = EXPIRED
+    admitted = frozenset(req.scope_admissions)
+    scopes, scope_ids = set(batch.scopes), set(batch.scope_ids)
+    if len(scopes) == 1 == len(scope_ids):
+        pairs: Iterable[tuple[str, str | None]] = ((scopes.pop(), scope_ids.pop()),)
+    else:
+        pairs = zip(batch.scopes, batch.scope_ids, strict=True)
+    if not admitted.issuperset(pairs):
+        for i, pair in enumerate(zip(batch.scopes, batch.scope_ids, strict=True)):
+            if pair not in admitted and reasons[i] is None:
+                reasons[i] = SCOPE_DENIED
+    sink = req.sink
+    denied = {
+        s
+        for s in set(batch.sinks)
+        if not (s in ("*", sink) if type(s) is str else "*" in s or sink in s)
+    }
+    if denied:
+        for i, sinks in enumerate(batch.sinks):
+            if sinks in denied and reasons[i] is None:
+                reasons[i] = SINK_DENIED
+    if "system-policy" in batch.kinds:
+        for i, (kind, trust) in enumerate(zip(batch.kinds, batch.trusts, strict=True)):
+            if kind == "system-policy" and trust not in _TRUSTED and reasons[i] is None:
+                reasons[i] = UNTRUSTED_SYSTEM_POLICY
+    return reasons
 
 
-def _validate_tool_group(tool_call_id: str, members: Sequence[Mapping[str, Any]]) -> None:
+def _protected(batch: ItemBatch) -> Sequence[bool]:
+    if batch.bindings is None and "system-policy" not in batch.kinds:
+        return batch.pinned
+    bindings = batch.bindings or [None] * len(batch.ids)
+    return [
+        bool(pinned or (kind == "system-policy" and trust in _TRUSTED) or _binding_protects(b))
+        for pinned, kind, trust, b in zip(
+            batch.pinned, batch.kinds, batch.trusts, bindings, strict=True
+        )
+    ]
+
+
+_PRIORITY_SPAN: Final = 1_000_000  # priorities are 0..1,000,000 (20 bits)
+
+
+def _order_keys(batch: ItemBatch, protected: Sequence[bool]) -> list[int]:
+    """:func:`item_order_key` without the itemId, packed into one int:
+    ``(not protected, -priority, kind order, eventSequence)`` as 1+20+4+54 bits."""
+    kinds, span, kind_order = batch.kinds, _PRIORITY_SPAN, _KIND_ORDER
+    if True not in protected and len(one_kind := set(kinds)) == 1:
+        top = ((1 << 20 | span) << 4 | kind_order[one_kind.pop()]) << 54
+        return [top - (p << 58) + s for p, s in zip(batch.priorities, batch.sequences, strict=True)]
+    return [
+        (((0 if pr else 1) << 20 | (span - p)) << 4 | kind_order[k]) << 54 | s
+        for pr, p, k, s in zip(protected, batch.priorities, kinds, batch.sequences, strict=True)
+    ]
+
+
+def _validate_tool_group(tool_call_id: str, members: Sequence[int], batch: ItemBatch) -> None:
     roles = {"call": 0, "result": 0}
     pending = False
-    for item in members:
-        binding = item["binding"]
+    bindings = batch.bindings or ()
+    for i in members:
+        binding = bindings[i] or {}
         role = binding.get("toolRole")
         if role:
             roles[role] += 1
@@ -312,7 +372,7 @@ def _validate_tool_group(tool_call_id: str, members: Sequence[Mapping[str, Any]]
     if not pending and (roles["call"] > 0) != (roles["result"] > 0):
         raise InvalidArgument(
             "settled tool evidence must contain both call and result",
-            details={"toolCallId": tool_call_id, "itemIds": [i["itemId"] for i in members]},
+            details={"toolCallId": tool_call_id, "itemIds": [batch.ids[i] for i in members]},
         )
     if roles["call"] > 1 or roles["result"] > 1:
         raise InvalidArgument(
@@ -321,8 +381,8 @@ def _validate_tool_group(tool_call_id: str, members: Sequence[Mapping[str, Any]]
         )
 
 
-_PRIORITY_SPAN: Final = 1_000_000  # priorities are 0..1,000,000 (20 bits)
-_Member = tuple[tuple[int, bytes], dict[str, Any], bool]
+# A group: (sort key, member indices in item order, protected, tokens by partition, cost).
+_Group = tuple[Any, list[int], bool, dict[str, int], int]
 
 
 def plan_context(
@@ -330,97 +390,32 @@ def plan_context(
 ) -> dict[str, Any]:
     """Build a ContextPlan wire dict (see the module docstring); raises kernel errors."""
     req = _normalize_request(request, profile)
-    admitted_scopes = frozenset(req.scope_admissions)
-    now_ms = req.now_ms
-    sink = req.sink
-    dropped: list[tuple[bytes, dict[str, Any]]] = []
-    singles: list[_Member] = []
-    tool_groups: dict[str, list[_Member]] = {}  # first appearance order = validation order
-    span, kind_order, max_seq = _PRIORITY_SPAN, _KIND_ORDER, MAX_SAFE_INTEGER
-    collate = identifier_collation_key
-    for item in req.items:
-        binding = item.get("binding")
-        kind = item["kind"]
-        protected = bool(
-            item["pinned"]
-            or (kind == "system-policy" and item["trust"] in _TRUSTED)
-            or (binding and is_protected(item))
-        )
-        key = (
-            (((0 if protected else 1) << 20 | (span - item["priority"])) << 4 | kind_order[kind])
-            << 54
-            | item["sourceRef"].get("eventSequence", max_seq),
-            collate(item["itemId"]),
-        )
-        # Governance (kernel.drop_reasons order).
-        expires = item.get("expiresAt")
-        if expires is not None and iso_to_epoch_ms(expires) <= now_ms:
-            reason: str | None = EXPIRED
-        elif (item["scope"], item.get("scopeId")) not in admitted_scopes:
-            reason = SCOPE_DENIED
-        elif "*" not in (sinks := item["allowedSinks"]) and sink not in sinks:
-            reason = SINK_DENIED
-        elif kind == "system-policy" and item["trust"] not in _TRUSTED:
-            reason = UNTRUSTED_SYSTEM_POLICY
-        else:
-            if binding and (call_id := binding.get("toolCallId")):
-                tool_groups.setdefault(call_id, []).append((key, item, protected))
-            else:
-                singles.append((key, item, protected))
-            continue
-        dropped.append(
-            (
-                key[1],
-                {
-                    "itemId": item["itemId"],
-                    "digest": item["digest"],
-                    "reason": reason,
-                    "protected": protected,
-                },
-            )
-        )
+    batch = req.items
+    ids, kinds, tokens = batch.ids, batch.kinds, batch.tokens
+    reasons = _governance(batch, req)
+    protected = _protected(batch)
+    keys = _order_keys(batch, protected)
+    collation = identifier_collation_keys(ids)
+    by_id = sorted(range(len(ids)), key=collation.__getitem__)
+    order = sorted(by_id, key=keys.__getitem__)  # stable: (key, itemId collation)
 
-    # Groups: (sort key, members in item order, protected, tokens by partition, cost).
-    # A single item's group key orders exactly as its item key, so without tool groups
-    # the item keys are used directly; otherwise every group gets
-    # (protected, max priority, first member's key).
-    groups: list[tuple[Any, list[_Member], bool, dict[str, int], int]] = []
-    for call_id, members in tool_groups.items():
-        members.sort(key=_first)
-        _validate_tool_group(call_id, [m[1] for m in members])
-        protected = any(m[2] for m in members)
-        by_partition: dict[str, int] = {}
-        for m in members:
-            part = KIND_PARTITION[m[1]["kind"]]
-            by_partition[part] = by_partition.get(part, 0) + m[1]["tokenEstimate"]
-        head = (0 if protected else 1, _PRIORITY_SPAN - max(m[1]["priority"] for m in members))
-        groups.append(
-            ((head, members[0][0]), members, protected, by_partition, sum(by_partition.values()))
-        )
-    if groups:
-        for m in singles:
-            item = m[1]
-            groups.append(
-                (
-                    ((0 if m[2] else 1, _PRIORITY_SPAN - item["priority"]), m[0]),
-                    [m],
-                    m[2],
-                    {KIND_PARTITION[item["kind"]]: item["tokenEstimate"]},
-                    item["tokenEstimate"],
-                )
-            )
-        groups.sort(key=_first)
-    else:
-        singles.sort(key=_first)
+    def rank(i: int) -> tuple[int, bytes]:
+        return keys[i], collation[i]
+
+    tool_groups: dict[str, list[int]] = {}  # first appearance order = validation order
+    if batch.bindings is not None:
+        for i, binding in enumerate(batch.bindings):
+            if reasons[i] is None and binding and (call_id := binding.get("toolCallId")):
+                tool_groups.setdefault(call_id, []).append(i)
 
     used = dict.fromkeys(PLAN_PARTITIONS, 0)
     used[RECOVERY_RESERVE] = req.recovery_reserve
     ceilings = req.ceilings
     selectable = req.selectable_budget
     used_tokens = 0
-    selected: list[_Member] = []
+    selected: list[int] = []
 
-    def over_budget(members: list[_Member], cost: int) -> ContextOverBudget:
+    def over_budget(members: list[int], cost: int) -> ContextOverBudget:
         return ContextOverBudget(
             "protected context exceeds input budget",
             details={
@@ -428,72 +423,79 @@ def plan_context(
                 "selectableBudget": selectable,
                 "usedTokens": used_tokens,
                 "requiredTokens": cost,
-                "protectedItemIds": [m[1]["itemId"] for m in members],
+                "protectedItemIds": [ids[i] for i in members],
                 "usedByPartition": dict(used),
             },
         )
 
-    def drop(members: list[_Member], reason: str) -> None:
-        for m in members:
-            dropped.append(
-                (
-                    m[0][1],
-                    {
-                        "itemId": m[1]["itemId"],
-                        "digest": m[1]["digest"],
-                        "reason": reason,
-                        "protected": False,
-                    },
-                )
-            )
-
-    if not groups:  # every group is a single item: the same loop, unrolled
-        for m in singles:
-            item = m[1]
-            cost = item["tokenEstimate"]
+    if not tool_groups:  # every group is a single item, taken in item order
+        partition_of = KIND_PARTITION
+        for i in order:
+            if reasons[i] is not None:
+                continue
+            cost = tokens[i]
             if used_tokens + cost > selectable:
-                if m[2]:
-                    raise over_budget([m], cost)
-                reason = INPUT_BUDGET
+                if protected[i]:
+                    raise over_budget([i], cost)
+                reasons[i] = INPUT_BUDGET
+                continue
+            part = partition_of[kinds[i]]
+            if protected[i] or used[part] + cost <= ceilings[part]:
+                used_tokens += cost
+                used[part] += cost
+                selected.append(i)
             else:
-                part = KIND_PARTITION[item["kind"]]
-                if m[2] or used[part] + cost <= ceilings[part]:
-                    used_tokens += cost
-                    used[part] += cost
-                    selected.append(m)
-                    continue
-                reason = PARTITION_CEILING
-            dropped.append(
-                (
-                    m[0][1],
-                    {
-                        "itemId": item["itemId"],
-                        "digest": item["digest"],
-                        "reason": reason,
-                        "protected": False,
-                    },
-                )
-            )
+                reasons[i] = PARTITION_CEILING
     else:
-        for _, members, protected, by_partition, cost in groups:
+        # Each tool group sorts by (protected, max priority, its first member's key); a
+        # single item's group key orders exactly as its item key.
+        groups: list[_Group] = []
+        grouped: set[int] = set()
+        for call_id, members in tool_groups.items():
+            members.sort(key=rank)
+            _validate_tool_group(call_id, members, batch)
+            protect = any(protected[i] for i in members)
+            by_partition: dict[str, int] = {}
+            for i in members:
+                part = KIND_PARTITION[kinds[i]]
+                by_partition[part] = by_partition.get(part, 0) + tokens[i]
+            head = (0 if protect else 1, _PRIORITY_SPAN - max(batch.priorities[i] for i in members))
+            cost = sum(by_partition.values())
+            groups.append(((head, rank(members[0])), members, protect, by_partition, cost))
+            grouped.update(members)
+        for i in order:
+            if reasons[i] is None and i not in grouped:
+                head = (0 if protected[i] else 1, _PRIORITY_SPAN - batch.priorities[i])
+                groups.append(
+                    (
+                        (head, rank(i)),
+                        [i],
+                        protected[i],
+                        {KIND_PARTITION[kinds[i]]: tokens[i]},
+                        tokens[i],
+                    )
+                )
+        groups.sort(key=_first)
+        for _, members, protect, by_partition, cost in groups:
             if used_tokens + cost > selectable:
-                if protected:
+                if protect:
                     raise over_budget(members, cost)
-                drop(members, INPUT_BUDGET)
-                continue
-            if not protected and not all(
-                used[part] + tokens <= ceilings[part] for part, tokens in by_partition.items()
+                reason = INPUT_BUDGET
+            elif not protect and not all(
+                used[part] + amount <= ceilings[part] for part, amount in by_partition.items()
             ):
-                drop(members, PARTITION_CEILING)
+                reason = PARTITION_CEILING
+            else:
+                used_tokens += cost
+                for part, amount in by_partition.items():
+                    used[part] += amount
+                selected.extend(members)
                 continue
-            used_tokens += cost
-            for part, tokens in by_partition.items():
-                used[part] += tokens
-            selected.extend(members)
+            for i in members:
+                reasons[i] = reason
+        selected.sort(key=rank)
 
-    selected.sort(key=_first)
-    dropped.sort(key=_first)
-    selected_items = [m[1] for m in selected]
+    digests = batch.digests
     plan: dict[str, Any] = {
         "schema": CONTEXT_PLAN_SCHEMA,
         "schemaVersion": 1,
@@ -501,7 +503,7 @@ def plan_context(
         "memoryRevision": req.memory_revision,
         "policyVersion": req.policy_version,
         "modelProfile": req.model_profile,
-        "sink": sink,
+        "sink": req.sink,
         "inputBudget": req.input_budget,
         "selectableBudget": selectable,
         "selectedTokens": used_tokens,
@@ -517,9 +519,13 @@ def plan_context(
             for part, minimum in req.minimums.items()
             if used[part] < minimum
         },
-        "selected": selected_items,
-        "selectedItemIds": [i["itemId"] for i in selected_items],
-        "dropped": [d[1] for d in dropped],
+        "selected": [batch.item(i) for i in selected],
+        "selectedItemIds": [ids[i] for i in selected],
+        "dropped": [
+            {"itemId": ids[i], "digest": digests[i], "reason": r, "protected": protected[i]}
+            for i in by_id
+            if (r := reasons[i]) is not None
+        ],
         "createdAt": req.now_iso,
     }
     plan["digest"] = kernel_value_digest(plan, CONTEXT_PLAN_DOMAIN, profile, _PLAN_KEYS_CANONICAL)

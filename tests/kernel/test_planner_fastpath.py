@@ -1,0 +1,537 @@
+"""The planner's fast paths equal the exact ones, byte for byte (key order included).
+
+* :func:`kernel.normalize_batch.context_item_batch` — the columnar validation of a
+  homogeneous batch — gives the columns, item dicts and errors of the exact per-item
+  ``normalize_context_item``, and is actually taken for the batches it is meant for;
+* :func:`kernel.planner.plan_context` equals a plain reference planner written on
+  normalized dicts (the algorithm of the planner's docstring, digested with the exact
+  ``kernel.digest.digest``), for homogeneous and mixed batches, and equals itself with
+  the columnar path switched off;
+* :func:`kernel.normalize.identifier_collation_keys` orders as
+  :func:`~kernel.normalize.identifier_collation_key`.
+
+No timing here: benchmarks live in ``benchmarks/`` (``python -m benchmarks``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kernel import digest as kdigest
+from kernel import normalize_batch
+from kernel.drop_reasons import (
+    EXPIRED,
+    INPUT_BUDGET,
+    PARTITION_CEILING,
+    SCOPE_DENIED,
+    SINK_DENIED,
+    UNTRUSTED_SYSTEM_POLICY,
+)
+from kernel.errors import ContextOverBudget, InvalidArgument, KernelError
+from kernel.normalize import (
+    identifier_collation_key,
+    identifier_collation_keys,
+    normalize_context_item,
+    peer_collation_key,
+)
+from kernel.normalize_batch import context_item_batch, normalize_context_items
+from kernel.partitions import KIND_PARTITION, PLAN_PARTITIONS, RECOVERY_RESERVE
+from kernel.planner import (
+    CONTEXT_PLAN_DOMAIN,
+    CONTEXT_PLAN_SCHEMA,
+    _normalize_request,
+    is_protected,
+    item_order_key,
+    plan_context,
+)
+from kernel.timestamps import iso_to_epoch_ms
+
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+KINDS = list(KIND_PARTITION)
+TRUSTS = ["host", "verified", "user", "external", "untrusted"]
+SINKS = ["provider.local", "Provider.Local", "cli", "ide.vscode", "*", "sink_9", "mcp:server-1"]
+NOW = "2026-08-29T00:00:00.000Z"
+CANONICAL_STAMPS = ["2026-08-28T00:00:00.000Z", NOW, "2026-08-29T00:00:01.000Z"]
+OTHER_STAMPS = [
+    "2026-08-29T08:00:00.000+08:00",
+    "2026-08-30T12:00:00Z",
+    "2026-08-29T00:00:00.000417Z",
+    "Sat, 29 Aug 2026 00:00:00 GMT",
+]
+ID_PREFIXES = ["item-", "Item:", "a_b.", "Z/", "m", "M-", "x.Y_", "0"]
+SHAPE_FLAGS = (
+    "scoped",
+    "sequence",
+    "revision",
+    "uri",
+    "source_digest",
+    "actor",
+    "degraded",
+    "expires",
+    "binding",
+    "content_ref",
+    "canonical_only",
+    "single_sink",
+    "shuffle",
+)
+BINDINGS: list[dict[str, Any]] = [
+    {},
+    {"taskState": "running"},
+    {"taskState": "terminal"},
+    {"requiredForRecovery": True},
+    {"budgetRevision": 0},
+    {"approvalId": "ap-1"},
+]
+
+
+@st.composite
+def homogeneous_items(draw: st.DrawFn, max_size: int = 24) -> list[dict[str, Any]]:
+    """Items sharing one key set (and one sourceRef / provenance key set)."""
+    shape = {flag: draw(st.booleans()) for flag in SHAPE_FLAGS}
+    stamps = CANONICAL_STAMPS if shape["canonical_only"] else CANONICAL_STAMPS + OTHER_STAMPS
+    prefix = draw(st.sampled_from(ID_PREFIXES))
+    scope, scope_id = draw(
+        st.sampled_from([("session", "s-1"), ("user", "u-1"), ("session", "S:2")])
+    )
+    items = []
+    for i in range(draw(st.integers(1, max_size))):
+        item: dict[str, Any] = {
+            "schemaVersion": 1,
+            "itemId": f"{prefix}{draw(st.integers(0, 3))}{i}",
+            "kind": draw(st.sampled_from(KINDS)),
+            "scope": scope if shape["scoped"] else "global",
+            "sourceRef": {"store": "log", "id": f"e-{i}"},
+            "provenance": {"source": "fixture", "observedAt": draw(st.sampled_from(stamps))},
+            "trust": draw(st.sampled_from(TRUSTS)),
+            "sensitivity": draw(st.sampled_from(["internal", "public", "secret"])),
+            "allowedSinks": [draw(st.sampled_from(SINKS))]
+            if shape["single_sink"]
+            else draw(st.lists(st.sampled_from(SINKS), min_size=1, max_size=3, unique=True)),
+            "tokenEstimate": draw(st.integers(1, 400)),
+            "priority": draw(st.sampled_from([0, 1, 50, 100, 1000, 1_000_000])),
+            "pinned": draw(st.integers(0, 9)) == 0,
+            "createdAt": draw(st.sampled_from(stamps)),
+        }
+        if shape["scoped"]:
+            item["scopeId"] = scope_id
+        if shape["sequence"]:
+            item["sourceRef"]["eventSequence"] = draw(st.integers(0, 40))
+        if shape["revision"]:
+            item["sourceRef"]["revision"] = draw(st.integers(0, 3))
+        if shape["uri"]:
+            item["sourceRef"]["uri"] = "file:notes.md"
+        if shape["source_digest"]:
+            item["sourceRef"]["digest"] = "sha256:" + "a" * 64
+        if shape["actor"]:
+            item["provenance"]["actor"] = draw(st.sampled_from(["user-1", "Agent.2"]))
+        if shape["degraded"]:
+            item["provenance"]["degraded"] = draw(st.booleans())
+        if shape["expires"]:
+            item["expiresAt"] = draw(st.sampled_from(stamps))
+        if shape["binding"]:
+            item["binding"] = draw(st.sampled_from(BINDINGS))
+        if shape["content_ref"]:
+            item["contentRef"] = {
+                "store": "blob",
+                "objectId": f"o-{i}",
+                "digest": "sha256:" + "c" * 64,
+                "byteLength": draw(st.integers(0, 99)),
+                "summary": "a summary",
+                "recoverable": draw(st.booleans()),
+            }
+        else:
+            item["content"] = draw(st.sampled_from(["", "plain", 'q"uote\\', "中文 é", "\n\t"]))
+        if shape["shuffle"]:
+            keys = list(item)
+            random.Random(i).shuffle(keys)
+            item = {k: item[k] for k in keys}
+        items.append(item)
+    return items
+
+
+MUTATIONS: list[tuple[str, Any]] = [
+    ("tokenEstimate", 5.0),
+    ("tokenEstimate", True),
+    ("priority", -1),
+    ("schemaVersion", 1.0),
+    ("pinned", 1),
+    ("kind", "bogus"),
+    ("itemId", "bad id"),
+    ("scopeId", None),
+    ("allowedSinks", ["a", "a"]),
+    ("allowedSinks", ("cli",)),
+    ("createdAt", "2026-02-30T00:00:00Z"),
+    ("content", "\ud800"),
+    ("digest", "sha256:" + "0" * 64),
+    ("digest", None),
+    ("extra", 1),
+    ("sourceRef", {"store": "s", "id": "i", "eventSequence": 2.0}),
+    ("provenance", {"source": "s", "observedAt": NOW, "parentDigests": []}),
+    ("binding", {"budgetRevision": 2.0}),
+    ("binding", {"toolCallId": "c-1", "toolRole": "call", "toolOutcome": "pending"}),
+]
+
+
+class Text(str):
+    """A str subclass: the exact path converts it, so the fast path must not take it."""
+
+
+@st.composite
+def item_batches(draw: st.DrawFn) -> tuple[list[dict[str, Any]], bool]:
+    """(items, pristine): pristine batches are valid and meant for the columnar path."""
+    items = draw(homogeneous_items())
+    pristine = True
+    if draw(st.booleans()):  # supply the right digests (verified, then dropped for hashing)
+        for item in items:
+            item["digest"] = normalize_context_item(item)["digest"]
+    for index, (key, value) in draw(
+        st.lists(st.tuples(st.integers(0, 30), st.sampled_from(MUTATIONS)), max_size=2)
+    ):
+        if index < len(items):
+            items[index][key] = value
+            pristine = False
+    if draw(st.integers(0, 9)) == 0:
+        items[0]["kind"] = Text(items[0]["kind"])
+        pristine = False
+    return items, pristine
+
+
+def _outcome(fn: Callable[[], Any]) -> Any:
+    try:
+        return ("ok", json.dumps(fn(), ensure_ascii=False))
+    except KernelError as exc:
+        return ("error", exc.to_wire())
+
+
+@SETTINGS
+@given(item_batches(), st.sampled_from(["peer", "jcs"]))
+def test_batch_equals_exact_normalisation(
+    case: tuple[list[dict[str, Any]], bool], profile: str
+) -> None:
+    items, pristine = case
+    exact = _outcome(lambda: [normalize_context_item(r, profile=profile) for r in items])  # type: ignore[arg-type]
+    assert _outcome(lambda: normalize_context_items(items, profile=profile)) == exact  # type: ignore[arg-type]
+    fast = normalize_batch._columnar(items) if pristine else None
+    if pristine:
+        assert fast is not None, "the columnar path declined a homogeneous valid batch"
+    if fast is not None:
+        assert exact[0] == "ok"
+        normalized = [normalize_context_item(r) for r in items]
+        reference = normalize_batch._batch_from_items(normalized)
+        for field in (
+            "ids",
+            "kinds",
+            "trusts",
+            "scopes",
+            "scope_ids",
+            "sinks",
+            "tokens",
+            "priorities",
+            "pinned",
+            "sequences",
+            "digests",
+        ):
+            assert list(getattr(fast, field)) == list(getattr(reference, field)), field
+        for field in ("expires", "bindings"):
+            ours, theirs = getattr(fast, field), getattr(reference, field)
+            assert (ours is None) == (theirs is None)
+            assert ours is None or list(ours) == list(theirs)
+        for i, item in enumerate(normalized):
+            built = fast.item(i)
+            assert json.dumps(built) == json.dumps(item)
+            assert built is not fast.item(i)  # fresh dicts
+
+
+# --- a reference planner on normalized dicts ----------------------------------------------
+
+
+def reference_plan(request: dict[str, Any], profile: kdigest.Profile = "peer") -> dict[str, Any]:
+    """The planner's algorithm, written plainly (see ``kernel.planner``'s docstring)."""
+    req = _normalize_request(request, profile)  # the request checks are shared code
+    items = [normalize_context_item(raw, profile=profile) for raw in request["items"]]
+    admitted = set(req.scope_admissions)
+    dropped: list[tuple[dict[str, Any], str, bool]] = []
+    singles: list[tuple[Any, dict[str, Any], bool]] = []
+    groups: dict[str, list[tuple[Any, dict[str, Any], bool]]] = {}
+    for item in items:
+        protected = is_protected(item)
+        key = item_order_key(item, protected)
+        sinks = item["allowedSinks"]
+        reason = None
+        if "expiresAt" in item and iso_to_epoch_ms(item["expiresAt"]) <= req.now_ms:
+            reason = EXPIRED
+        elif (item["scope"], item.get("scopeId")) not in admitted:
+            reason = SCOPE_DENIED
+        elif "*" not in sinks and req.sink not in sinks:
+            reason = SINK_DENIED
+        elif item["kind"] == "system-policy" and item["trust"] not in ("host", "verified"):
+            reason = UNTRUSTED_SYSTEM_POLICY
+        if reason is not None:
+            dropped.append((item, reason, protected))
+        elif call_id := (item.get("binding") or {}).get("toolCallId"):
+            groups.setdefault(call_id, []).append((key, item, protected))
+        else:
+            singles.append((key, item, protected))
+    units = []
+    for call_id, members in groups.items():
+        members.sort(key=lambda m: m[0])
+        bindings = [m[1]["binding"] for m in members]
+        calls = sum(b.get("toolRole") == "call" for b in bindings)
+        results = sum(b.get("toolRole") == "result" for b in bindings)
+        pending = any(b.get("toolOutcome") in ("pending", "unknown") for b in bindings)
+        if not pending and (calls > 0) != (results > 0):
+            raise InvalidArgument(
+                "settled tool evidence must contain both call and result",
+                details={"toolCallId": call_id, "itemIds": [m[1]["itemId"] for m in members]},
+            )
+        if calls > 1 or results > 1:
+            raise InvalidArgument(
+                "tool evidence cannot contain duplicate call/result roles",
+                details={"toolCallId": call_id},
+            )
+        protected = any(m[2] for m in members)
+        head = (not protected, -max(m[1]["priority"] for m in members))
+        units.append(((head, members[0][0]), members, protected))
+    for m in singles:
+        units.append((((not m[2], -m[1]["priority"]), m[0]), [m], m[2]))
+    units.sort(key=lambda u: u[0])
+    used = dict.fromkeys(PLAN_PARTITIONS, 0)
+    used[RECOVERY_RESERVE] = req.recovery_reserve
+    used_tokens = 0
+    selected: list[tuple[Any, dict[str, Any], bool]] = []
+    for _, members, protected in units:
+        by_partition: dict[str, int] = {}
+        for m in members:
+            part = KIND_PARTITION[m[1]["kind"]]
+            by_partition[part] = by_partition.get(part, 0) + m[1]["tokenEstimate"]
+        cost = sum(by_partition.values())
+        if used_tokens + cost > req.selectable_budget:
+            if protected:
+                raise ContextOverBudget(
+                    "protected context exceeds input budget",
+                    details={
+                        "inputBudget": req.input_budget,
+                        "selectableBudget": req.selectable_budget,
+                        "usedTokens": used_tokens,
+                        "requiredTokens": cost,
+                        "protectedItemIds": [m[1]["itemId"] for m in members],
+                        "usedByPartition": dict(used),
+                    },
+                )
+            dropped += [(m[1], INPUT_BUDGET, False) for m in members]
+        elif not protected and any(used[p] + t > req.ceilings[p] for p, t in by_partition.items()):
+            dropped += [(m[1], PARTITION_CEILING, False) for m in members]
+        else:
+            used_tokens += cost
+            for p, t in by_partition.items():
+                used[p] += t
+            selected += members
+    selected.sort(key=lambda m: m[0])
+    dropped.sort(key=lambda d: peer_collation_key(d[0]["itemId"]))
+    plan: dict[str, Any] = {
+        "schema": CONTEXT_PLAN_SCHEMA,
+        "schemaVersion": 1,
+        "sessionHead": req.session_head,
+        "memoryRevision": req.memory_revision,
+        "policyVersion": req.policy_version,
+        "modelProfile": req.model_profile,
+        "sink": req.sink,
+        "inputBudget": req.input_budget,
+        "selectableBudget": req.selectable_budget,
+        "selectedTokens": used_tokens,
+        "partitions": {
+            p: {
+                "ceiling": req.recovery_reserve if p == RECOVERY_RESERVE else req.ceilings[p],
+                "used": used[p],
+            }
+            for p in PLAN_PARTITIONS
+        },
+        "minimumShortfalls": {
+            p: minimum - used[p] for p, minimum in req.minimums.items() if used[p] < minimum
+        },
+        "selected": [m[1] for m in selected],
+        "selectedItemIds": [m[1]["itemId"] for m in selected],
+        "dropped": [
+            {"itemId": d["itemId"], "digest": d["digest"], "reason": r, "protected": p}
+            for d, r, p in dropped
+        ],
+        "createdAt": req.now_iso,
+    }
+    plan["digest"] = kdigest.digest(plan, CONTEXT_PLAN_DOMAIN, profile)
+    return plan
+
+
+@st.composite
+def plan_requests(draw: st.DrawFn) -> dict[str, Any]:
+    items, _ = draw(item_batches())
+    if draw(st.integers(0, 3)) == 0:  # a mixed batch: the per-item paths
+        extra, _ = draw(item_batches())
+        items += [
+            {**{k: v for k, v in item.items() if k != "digest"}, "itemId": f"extra-{i}"}
+            for i, item in enumerate(extra)
+        ]
+    if draw(st.integers(0, 3)) == 0:  # tool call/result groups
+        for g in range(draw(st.integers(1, 3))):
+            outcome = draw(st.sampled_from(["succeeded", "failed", "pending", "unknown"]))
+            for role in draw(st.sampled_from([["call", "result"], ["call"], ["result"]])):
+                index = draw(st.integers(0, len(items) - 1))
+                items[index] = dict(
+                    items[index],
+                    binding={"toolCallId": f"call-{g}", "toolRole": role, "toolOutcome": outcome},
+                )
+        items = [{k: v for k, v in item.items() if k != "digest"} for item in items]
+    window = draw(st.sampled_from([64, 600, 2000, 4096, 40_000]))
+    request: dict[str, Any] = {
+        "modelWindowTokens": window,
+        "reservedOutputTokens": draw(st.integers(0, window // 4)),
+        "safetyMarginTokens": draw(st.integers(0, window // 8)),
+        "recoveryReserveTokens": draw(st.integers(0, window // 8)),
+        "items": items,
+        "sink": draw(st.sampled_from(["provider.local", "cli", "ide.vscode"])),
+        "scopeAdmissions": draw(
+            st.lists(
+                st.sampled_from(
+                    [
+                        {"scope": "session", "scopeId": "s-1"},
+                        {"scope": "user", "scopeId": "u-1"},
+                        {"scope": "global"},
+                    ]
+                ),
+                min_size=1,
+                max_size=3,
+                unique_by=lambda a: (a["scope"], a.get("scopeId")),
+            )
+        ),
+        "policyVersion": "policy-1",
+        "modelProfile": "model-a",
+        "sessionHead": "head:1",
+        "memoryRevision": 3,
+        "now": draw(st.sampled_from([NOW, "2026-08-29T08:00:00+08:00", 1787961600000])),
+    }
+    cap = window - request["reservedOutputTokens"] - request["safetyMarginTokens"]
+    if draw(st.booleans()):
+        request["partitionCeilings"] = {"conversation": draw(st.integers(0, max(0, min(cap, 500))))}
+    if draw(st.booleans()):
+        request["partitionMinimums"] = {
+            "working-state": draw(st.integers(0, max(0, min(cap, 200))))
+        }
+    return request
+
+
+def _plan_outcome(fn: Callable[[], dict[str, Any]]) -> Any:
+    try:
+        return ("plan", json.dumps(fn(), ensure_ascii=False))
+    except KernelError as exc:
+        return ("error", exc.to_wire())
+
+
+@SETTINGS
+@given(plan_requests(), st.sampled_from(["peer", "jcs"]))
+def test_plan_equals_reference_planner(request: dict[str, Any], profile: str) -> None:
+    ours = _plan_outcome(lambda: plan_context(request, profile=profile))  # type: ignore[arg-type]
+    assert ours == _plan_outcome(lambda: reference_plan(request, profile))  # type: ignore[arg-type]
+
+
+@SETTINGS
+@given(plan_requests())
+def test_plan_without_columnar_path_is_identical(request: dict[str, Any]) -> None:
+    ours = _plan_outcome(lambda: plan_context(request))
+    columnar = normalize_batch._columnar
+    normalize_batch._columnar = lambda raws: None
+    try:
+        assert _plan_outcome(lambda: plan_context(request)) == ours
+    finally:
+        normalize_batch._columnar = columnar
+
+
+def _benchmark_request(n: int, digests: bool = False) -> dict[str, Any]:
+    """The peer's benchmark workload (``benchmarks/workloads.py``)."""
+    items = [
+        {
+            "schemaVersion": 1,
+            "itemId": f"msg-{i:06d}",
+            "kind": "message",
+            "scope": "session",
+            "scopeId": "bench-session",
+            "sourceRef": {"store": "session", "id": f"evt-{i}", "eventSequence": i},
+            "provenance": {"source": "bench", "observedAt": NOW},
+            "trust": "user",
+            "sensitivity": "internal",
+            "allowedSinks": ["provider"],
+            "tokenEstimate": 8 + i % 32,
+            "priority": i % 101,
+            "pinned": False,
+            "createdAt": NOW,
+            "content": f"message {i}",
+        }
+        for i in range(n)
+    ]
+    if digests:
+        for item in items:
+            item["digest"] = normalize_context_item(item)["digest"]
+    return {
+        "modelWindowTokens": 4096,
+        "reservedOutputTokens": 512,
+        "safetyMarginTokens": 256,
+        "recoveryReserveTokens": 256,
+        "items": items,
+        "sink": "provider",
+        "scopeAdmissions": [{"scope": "session", "scopeId": "bench-session"}],
+        "policyVersion": "bench-policy-1",
+        "modelProfile": "bench-model",
+        "sessionHead": "head-1",
+        "memoryRevision": 0,
+        "now": NOW,
+    }
+
+
+@pytest.mark.parametrize("digests", [False, True])
+def test_benchmark_workload_takes_the_columnar_path_and_matches(digests: bool) -> None:
+    request = _benchmark_request(2_000, digests)
+    assert normalize_batch._columnar(request["items"]) is not None
+    plan = plan_context(request)
+    assert json.dumps(plan) == json.dumps(reference_plan(request))
+    assert plan["selectedItemIds"] and len(plan["dropped"]) == 2_000 - len(plan["selected"])
+
+
+def test_a_wrong_supplied_digest_is_still_reported() -> None:
+    request = _benchmark_request(50, digests=True)
+    request["items"][7]["digest"] = "sha256:" + "0" * 64
+    with pytest.raises(KernelError) as info:
+        plan_context(request)
+    assert info.value.code == "digest_mismatch"
+    assert info.value.details == {"itemId": "msg-000007"}
+
+
+def test_batch_does_not_touch_its_input() -> None:
+    request = _benchmark_request(20, digests=True)
+    request["items"][3]["createdAt"] = "2026-08-29T00:00:00Z"  # normalised by a fix-up
+    before = json.dumps(request)
+    context_item_batch(request["items"])
+    plan_context(request)
+    assert json.dumps(request) == before
+
+
+_IDENTIFIER = st.text(alphabet="abcXYZ019._:/-", min_size=0, max_size=6).map(lambda s: "a" + s)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_IDENTIFIER, unique=True, max_size=40))
+def test_collation_keys_order_as_the_single_key(identifiers: list[str]) -> None:
+    keys = identifier_collation_keys(identifiers)
+    assert sorted(identifiers, key=identifier_collation_key) == [
+        identifiers[i] for i in sorted(range(len(identifiers)), key=keys.__getitem__)
+    ]
+    lower = [i.lower() for i in identifiers if i.lower() == i]
+    keys = identifier_collation_keys(lower)
+    assert sorted(lower, key=identifier_collation_key) == [
+        lower[i] for i in sorted(range(len(lower)), key=keys.__getitem__)
+    ]
