@@ -58,7 +58,7 @@ def _load_optional_methods() -> None:
     """Import shell modules that register further methods (built by later work)."""
     import importlib
 
-    for mod in ("shadow.kernel_methods",):
+    for mod in ("shadow.kernel_methods", "shadow.memory_methods"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as exc:
