@@ -20,10 +20,13 @@ Run = Callable[[], object]
 Extra = Callable[[], dict[str, Any]]
 
 WORKLOADS: dict[str, list[int]] = {
+    "shadow_compare": [42],  # n = fixtures of the bundled corpus
+    "shadow_run": [42],
     "plan": [1_000, 10_000],
     "compaction": [100, 1_000],
     "content_put": [1, 10, 100],
     "cas_race": [1_000],
+    "recall_lexical": [1_000, 10_000, 100_000],
 }
 
 # Peer P50 figures (ms) from the issue texts, measured on this machine kind.
@@ -36,6 +39,9 @@ PEER_FIGURES: dict[tuple[str, int], float] = {
     ("content_put", 10): 10.4,
     ("content_put", 100): 107.0,
     ("cas_race", 1_000): 121.0,
+    ("recall_lexical", 1_000): 38.0,
+    ("recall_lexical", 10_000): 210.0,
+    ("recall_lexical", 100_000): 2_225.0,
 }
 
 
@@ -359,11 +365,33 @@ def _compact_with_ref(ref: Any) -> float:
     return round(statistics.median(times), 3)
 
 
+def _recall_lexical(n: int) -> tuple[Run, Extra]:
+    """Issue 5 lexical recall (see ``benchmarks/recall_bench.py``)."""
+    from benchmarks.recall_bench import recall_lexical
+
+    return recall_lexical(n)
+
+
+def _shadow_compare(n: int) -> tuple[Run, Extra]:
+    from benchmarks.shadow_bench import build_compare
+
+    return build_compare(n)
+
+
+def _shadow_run(n: int) -> tuple[Run, Extra]:
+    from benchmarks.shadow_bench import build_run
+
+    return build_run(n)
+
+
 BUILDERS: dict[str, Callable[[int], tuple[Run, Extra]]] = {
+    "shadow_compare": _shadow_compare,
+    "shadow_run": _shadow_run,
     "plan": _plan,
     "compaction": _compaction,
     "content_put": _content_put,
     "cas_race": _cas_race,
+    "recall_lexical": _recall_lexical,
 }
 
 

@@ -1,0 +1,417 @@
+"""Memory deletion and its reconciliation (design 108 §9.4, §12.3).
+
+A deletion request binds subject, scope, selector, authority, request id and fence
+(:func:`parse_deletion_request`).  The operation then walks one table,
+:data:`OPERATION_TRANSITIONS`::
+
+    prepared ──tombstone committed──► tombstoned ──all copies purged + purge committed──► purged
+                                           │                                                ▲
+                                           ├─some copy pending──► purge_pending ──reconcile─┤
+                                           └─purge commit lost──► commit_pending ─reconcile─┘
+
+1. the tombstone (state ``deleted``, revision + 1, the fence) is committed to the
+   memory authority **first**, together with the operation record, so an offline
+   replica can never write the body back (:func:`kernel.memory.merge_replica_record`);
+2. then every copy is purged: the content object (when the record had a
+   ``contentRef``), then each :class:`~kernel.memory_ports.PurgePort` (indexes,
+   embeddings, caches, replicas) in order;
+3. only when every copy answers ``purged`` is the ``purge`` transition committed.
+
+The receipt lists every store — the authority first (``tombstoned`` / ``purged``),
+then one entry per copy — and its status is ``purged`` only when all of them are;
+otherwise ``partial`` (a copy is pending) or ``reconciliation_required`` (the purge
+commit lost its CAS), never a global success.  :func:`reconcile_deletion` resumes
+from the stored operation (re-running every purge target, re-applying the tombstone
+when an external restore brought the old version back), and reports
+``tombstone_missing`` / ``tombstone_fence_mismatch`` instead of guessing.  The
+selector must be exactly ``memory:<memoryId>``: a deletion never reaches beyond the
+one record it names.  A reused request id must repeat memoryId, fence, authority,
+subject and selector (``revision_conflict`` otherwise) and then replays.
+
+Compaction, archiving (``decideMemory`` ``archive``), index deletion (a
+:class:`PurgePort`'s own API) and memory deletion are four different operations;
+only this module deletes memory.  Byte-compatible with the peer's ``deleteMemory``
+/ ``reconcile`` (``tests/peer/test_peer_deletion.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kernel.digest import digest
+from kernel.errors import InvalidArgument, RevisionConflict, ScopeDenied
+from kernel.memory import (
+    apply_memory_command,
+)
+from kernel.memory_checks import (
+    assert_scope,
+    bounded_integer,
+    bounded_string,
+    identifier,
+    iso_now,
+    js_falsy,
+    known_fields,
+    object_value,
+)
+from kernel.memory_ports import MemoryCommit, MemoryPort, PurgePort, json_copy
+from kernel.ports import Clock, ContentPort, ContentRef, NewId, PurgeReceipt
+
+__all__ = [
+    "OPERATION_TRANSITIONS",
+    "DeletionContext",
+    "delete_memory",
+    "parse_deletion_request",
+    "reconcile_deletion",
+]
+
+RECEIPT_SCHEMA: Final = "chainlesschain.memory-deletion-receipt/v1"
+RECEIPT_DOMAIN: Final = "chainlesschain.memory-deletion-receipt/v1"
+MAX_CODE: Final = 128
+
+OPERATION_TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
+    "prepared": frozenset({"tombstoned"}),
+    "tombstoned": frozenset({"purge_pending", "commit_pending", "purged"}),
+    "purge_pending": frozenset({"purge_pending", "commit_pending", "purged"}),
+    "commit_pending": frozenset({"purge_pending", "commit_pending", "purged"}),
+    "purged": frozenset(),
+}
+_REQUEST_FIELDS: Final = frozenset(
+    {
+        "requestId",
+        "subject",
+        "scope",
+        "scopeId",
+        "selector",
+        "memoryId",
+        "expectedRevision",
+        "fence",
+        "authority",
+        "reason",
+    }
+)
+_BINDING: Final = ("memoryId", "fence", "authority", "subject", "selector")
+
+#: Called with ``(target name, request)`` before each purge target runs (observability).
+PurgeObserver = Callable[[str, Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionContext:
+    """The ports and injected values a deletion runs with."""
+
+    memory: MemoryPort
+    clock: Clock
+    new_id: NewId
+    content: ContentPort | None = None
+    purge_ports: Sequence[PurgePort] = ()
+
+
+def _advance(operation: dict[str, Any], state: str) -> None:
+    if state not in OPERATION_TRANSITIONS[operation["state"]]:
+        raise AssertionError(f"deletion operation cannot go {operation['state']} -> {state}")
+    operation["state"] = state
+
+
+def parse_deletion_request(raw: Any) -> dict[str, Any]:
+    """Validate a ``MemoryDeletionRequest`` in the peer's order; returns the binding."""
+    request = object_value(raw, "DeletionRequest")
+    known_fields(request, _REQUEST_FIELDS, "DeletionRequest")
+    memory_id = identifier(request.get("memoryId"), "memoryId")
+    out: dict[str, Any] = {
+        "requestId": identifier(request.get("requestId"), "requestId"),
+        "subject": identifier(request.get("subject"), "subject"),
+        "selector": bounded_string(request.get("selector"), "selector", 1, 512),
+    }
+    if out["selector"] != f"memory:{memory_id}":
+        raise InvalidArgument("deletion selector must exactly bind the target memory ID")
+    out.update(assert_scope(request.get("scope"), request.get("scopeId")))
+    out["memoryId"] = memory_id
+    out["fence"] = identifier(request.get("fence"), "fence")
+    out["expectedRevision"] = bounded_integer(
+        request.get("expectedRevision"), "expectedRevision", 1
+    )
+    out["authority"] = identifier(request.get("authority"), "authority")
+    if not js_falsy(request.get("reason")):
+        out["reason"] = request["reason"]
+    return out
+
+
+def _js_string(value: Any) -> str:
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _receipt_value(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, PurgeReceipt):
+        return {
+            "store": value.store,
+            "status": value.status,
+            "objectId": value.object_id,
+            "fence": value.fence,
+            "existed": value.existed,
+        }
+    if isinstance(value, Mapping):
+        return json_copy(dict(value))
+    return None
+
+
+def _settle(store: str, run: Callable[[], Any]) -> dict[str, Any]:
+    """One store entry: ``purged`` with its receipt, or ``pending`` with an error code."""
+    try:
+        value = _receipt_value(run())
+    except Exception as exc:  # a failing copy is a pending store, never a crash
+        code = getattr(exc, "code", None) or "purge_failed"
+        return {"store": store, "status": "pending", "error": {"code": _js_string(code)[:MAX_CODE]}}
+    if value is not None and value.get("status") == "purged":
+        return {"store": store, "status": "purged", "receipt": value}
+    code = (value or {}).get("code") or "purge_receipt_invalid"
+    return {"store": store, "status": "pending", "error": {"code": _js_string(code)[:MAX_CODE]}}
+
+
+def _purge_copy(port: PurgePort, request: Mapping[str, Any]) -> Any:
+    return port.purge(json_copy(dict(request)))
+
+
+def run_purge_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Purge every copy (content first, then each purge port, in order); never raises."""
+    entries: list[dict[str, Any]] = []
+    ref = operation.get("contentRef")
+    if ref:
+
+        def purge_content() -> Any:
+            if ctx.content is None:
+                raise InvalidArgument("ContentPort is required to purge memory contentRef")
+            return ctx.content.purge(ContentRef.from_wire(ref), operation["fence"])
+
+        entries.append(_settle(str(ref["store"]), purge_content))
+    request: dict[str, Any] = {
+        "memoryId": operation["memoryId"],
+        "fence": operation["fence"],
+        "subject": operation["subject"],
+        "selector": operation["selector"],
+        "scope": operation["scope"],
+    }
+    if operation.get("scopeId"):
+        request["scopeId"] = operation["scopeId"]
+    request["evidenceRefs"] = json_copy(list(operation.get("evidenceRefs") or []))
+    for index, port in enumerate(ctx.purge_ports):
+        name = str(getattr(port, "name", "") or f"projection-{index}")
+        entries.append(_settle(name, functools.partial(_purge_copy, port, request)))
+    return entries
+
+
+def deletion_receipt(
+    ctx: DeletionContext,
+    operation: Mapping[str, Any],
+    status: str,
+    record: Mapping[str, Any],
+    stores: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    receipt: dict[str, Any] = {
+        "schema": RECEIPT_SCHEMA,
+        "schemaVersion": 1,
+        "requestId": operation["requestId"],
+        "subject": operation["subject"],
+        "selector": operation["selector"],
+        "scope": operation["scope"],
+    }
+    if operation.get("scopeId"):
+        receipt["scopeId"] = operation["scopeId"]
+    receipt.update(
+        memoryId=operation["memoryId"],
+        fence=operation["fence"],
+        authority=operation["authority"],
+        status=status,
+        revision=record["revision"],
+        recordState=record["state"],
+        recordDigest=record["digest"],
+        stores=[
+            {
+                "store": ctx.memory.name,
+                "status": "purged" if status == "purged" else "tombstoned",
+                "revision": record["revision"],
+            },
+            *json_copy(list(stores)),
+        ],
+        startedAt=operation["startedAt"],
+        completedAt=iso_now(ctx.clock),
+    )
+    receipt["digest"] = digest(receipt, RECEIPT_DOMAIN, "peer")
+    return receipt
+
+
+def _sealed(operation: Mapping[str, Any], receipt: Mapping[str, Any]) -> dict[str, Any]:
+    sealed = {k: v for k, v in operation.items() if k not in ("contentRef", "evidenceRefs")}
+    sealed.update(state="purged", receipt=json_copy(dict(receipt)))
+    return sealed
+
+
+def _command(operation: Mapping[str, Any], kind: str, revision: int) -> dict[str, Any]:
+    command: dict[str, Any] = {
+        "type": kind,
+        "expectedRevision": revision,
+        "deletionFence": operation["fence"],
+        "authority": operation["authority"],
+    }
+    if kind == "delete" and not js_falsy(operation.get("reason")):
+        command["reason"] = operation["reason"]
+    return command
+
+
+def _purge_and_seal(
+    ctx: DeletionContext, operation: dict[str, Any], tombstone: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Steps 2 and 3 over a committed tombstone; shared by delete and reconcile."""
+    stores = run_purge_targets(ctx, operation)
+    operation["stores"] = stores
+    if any(entry["status"] != "purged" for entry in stores):
+        _advance(operation, "purge_pending")
+        ctx.memory.put_reconciliation(operation)
+        return deletion_receipt(ctx, operation, "partial", tombstone, stores)
+    purged = apply_memory_command(
+        tombstone,
+        _command(operation, "purge", tombstone["revision"]),
+        clock=ctx.clock,
+        new_id=ctx.new_id,
+    )
+    committed = ctx.memory.commit(
+        MemoryCommit(purged.record, purged.event, {**operation, "state": "purged"}),
+        tombstone["revision"],
+    )
+    if not committed.ok:
+        _advance(operation, "commit_pending")
+        ctx.memory.put_reconciliation(operation)
+        return deletion_receipt(ctx, operation, "reconciliation_required", tombstone, stores)
+    receipt = deletion_receipt(ctx, operation, "purged", purged.record, stores)
+    ctx.memory.put_reconciliation(_sealed(operation, receipt))
+    return receipt
+
+
+def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
+    """``deleteMemory``: tombstone first, then purge every copy; returns the receipt."""
+    binding = parse_deletion_request(raw)
+    request_id, memory_id = binding["requestId"], binding["memoryId"]
+    existing = ctx.memory.get_reconciliation(request_id)
+    if existing is not None:
+        if any(existing.get(key) != binding[key] for key in _BINDING):
+            raise RevisionConflict(
+                "deletion request ID was reused with different authority binding",
+                details={"requestId": request_id},
+            )
+        if existing.get("receipt"):
+            return json_copy(dict(existing["receipt"]))
+        return reconcile_deletion(ctx, request_id)
+    current = ctx.memory.read(memory_id)
+    if current is None:
+        raise InvalidArgument("memory record does not exist", details={"memoryId": memory_id})
+    if current["scope"] != binding["scope"] or current.get("scopeId") != binding.get("scopeId"):
+        raise ScopeDenied(
+            "deletion scope does not match memory authority", details={"memoryId": memory_id}
+        )
+    retention = current["retentionPolicy"]
+    if retention["mode"] == "legal_hold":
+        raise ScopeDenied(
+            "memory is under legal hold",
+            details={"memoryId": memory_id, "legalHoldId": retention.get("legalHoldId")},
+        )
+    operation: dict[str, Any] = {
+        **binding,
+        "contentRef": json_copy(current.get("contentRef")),
+        "evidenceRefs": json_copy(current["evidenceRefs"]),
+        "state": "prepared",
+        "stores": [],
+        "startedAt": iso_now(ctx.clock),
+    }
+    deletion = apply_memory_command(
+        current,
+        _command(operation, "delete", binding["expectedRevision"]),
+        clock=ctx.clock,
+        new_id=ctx.new_id,
+    )
+    committed = ctx.memory.commit(
+        MemoryCommit(deletion.record, deletion.event, {**operation, "state": "tombstoned"}),
+        current["revision"],
+    )
+    if not committed.ok:
+        raise RevisionConflict(
+            "memory changed before deletion tombstone commit",
+            details={
+                "memoryId": memory_id,
+                "expectedRevision": current["revision"],
+                "currentRevision": committed.current_revision,
+            },
+        )
+    _advance(operation, "tombstoned")
+    operation["tombstoneRevision"] = deletion.record["revision"]
+    ctx.memory.put_reconciliation(operation)
+    return _purge_and_seal(ctx, operation, deletion.record)
+
+
+def _report(request_id: str, status: str, reason: str | None = None) -> dict[str, Any]:
+    report: dict[str, Any] = {"operationId": request_id, "status": status}
+    if reason is not None:
+        report["reason"] = reason
+    return report
+
+
+def reconcile_deletion(ctx: DeletionContext, request_id: str) -> dict[str, Any]:
+    """Resume a deletion: its receipt if sealed, else re-run what is still pending.
+
+    Returns a ``DeletionReceipt`` or a ``ReconciliationReport`` wire dict
+    (``not_found``; ``reconciliation_required`` with ``tombstone_missing``,
+    ``tombstone_commit_conflict`` or ``tombstone_fence_mismatch``).
+    """
+    operation = ctx.memory.get_reconciliation(request_id)
+    if operation is None:
+        return _report(request_id, "not_found")
+    if operation.get("receipt"):
+        return json_copy(dict(operation["receipt"]))
+    current = ctx.memory.read(operation["memoryId"])
+    if current is None:
+        return _report(request_id, "reconciliation_required", "tombstone_missing")
+    if current["state"] == "purged":
+        receipt = deletion_receipt(ctx, operation, "purged", current, operation.get("stores") or [])
+        ctx.memory.put_reconciliation(_sealed(operation, receipt))
+        return receipt
+    if current["state"] != "deleted" and current["revision"] == operation["expectedRevision"]:
+        # an external restore brought the deleted version back: tombstone it again
+        deletion = apply_memory_command(
+            current,
+            _command(operation, "delete", operation["expectedRevision"]),
+            clock=ctx.clock,
+            new_id=ctx.new_id,
+        )
+        committed = ctx.memory.commit(
+            MemoryCommit(deletion.record, deletion.event, {**operation, "state": "tombstoned"}),
+            current["revision"],
+        )
+        if not committed.ok:
+            return _report(request_id, "reconciliation_required", "tombstone_commit_conflict")
+        current = deletion.record
+    if current["state"] != "deleted" or current.get("deletionFence") != operation["fence"]:
+        return _report(request_id, "reconciliation_required", "tombstone_fence_mismatch")
+    return _purge_and_seal(ctx, operation, current)
+
+
+def with_purge_observer(ctx: DeletionContext, observer: PurgeObserver) -> DeletionContext:
+    """A context whose purge ports report each call to ``observer`` first (tests, metrics)."""
+
+    class _Observed:
+        def __init__(self, port: PurgePort, index: int) -> None:
+            self._port = port
+            self.name = str(getattr(port, "name", "") or f"projection-{index}")
+
+        def purge(self, request: Mapping[str, Any]) -> Any:
+            observer(self.name, request)
+            return self._port.purge(request)
+
+    return dataclasses.replace(
+        ctx, purge_ports=tuple(_Observed(p, i) for i, p in enumerate(ctx.purge_ports))
+    )

@@ -1,0 +1,515 @@
+"""Memory lifecycle (design 108 §9): one transition table and the reducer over it.
+
+The whole lifecycle is :data:`TRANSITIONS` (from → allowed targets) and
+:data:`COMMAND_TARGETS` (command type → target state)::
+
+    candidate ──activate──► active ──reinforce──► reinforced ─┐ (reinforce again)
+        │                     │  ◄────────────────────────────┘
+        │                     ├──supersede──► superseded ──archive/expire──► …
+        │                     ├──archive────► archived ◄──archive── expired
+        │                     └──expire─────► expired  ──activate──► active
+        │                                     archived ──activate──► active
+        └──────── delete (from every live state) ──► deleted ──purge──► purged
+
+:func:`apply_memory_command` is the reducer: ``(record, command) -> (record,
+event, receipt)``, pure, byte-compatible with the peer's ``applyMemoryCommand``
+(``tests/peer/test_peer_memory.py``).  Every command carries the expected
+revision (``revision_conflict`` otherwise) and yields revision + 1; a state
+change outside the table raises :class:`IllegalMemoryTransition`
+(``illegal_memory_transition``, naming machine, state and event).  ``delete``
+turns the record into a tombstone (body, summary, content ref, tags, evidence
+and sinks stripped; the fence recorded); ``purge`` needs the same fence.
+
+:func:`create_memory_candidate` (the peer's ``createMemoryCandidate``) builds a
+revision-1 record from a proposal: evidence refs required, secret-like content
+rejected (``kernel.normalize.contains_secret_material`` plus an optional
+secret-store probe).  :func:`merge_replica_record` merges a replica copy: a
+tombstone never revives, scope never changes, data policy never weakens.
+
+The policy rules of §9.2, §9.3 and §6.3 (bounded reinforcement against a
+conflicting source, supersession by authority/time/scope/user correction, scope
+promotion as its own audited command) are in :mod:`kernel.memory_policy`.
+Clock and ids are injected callables, called only when the peer calls them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from kernel.digest import digest
+from kernel.errors import IllegalTransition, InvalidArgument, RevisionConflict, ScopeDenied
+from kernel.errors import ReplicaTombstoneFenced as TombstoneFenced
+from kernel.memory_checks import (
+    MISSING,
+    assert_scope,
+    boolean_value,
+    bounded_integer,
+    bounded_number,
+    bounded_string,
+    identifier,
+    iso_now,
+    js_falsy,
+    known_fields,
+    object_value,
+    provenance,
+    retention_policy,
+    source_ref,
+    string_set,
+    timestamp,
+)
+from kernel.normalize import contains_secret_material, normalize_memory_record
+from kernel.ports import Clock, NewId
+
+__all__ = [
+    "COMMAND_TARGETS",
+    "TRANSITIONS",
+    "IllegalMemoryTransition",
+    "MemoryMutation",
+    "MergeResult",
+    "apply_memory_command",
+    "create_memory_candidate",
+    "merge_replica_record",
+    "next_state",
+    "state_diagram",
+]
+
+MACHINE_NAME: Final = "memory"
+MemoryState = Literal[
+    "candidate", "active", "reinforced", "superseded", "archived", "expired", "deleted", "purged"
+]
+
+# --------------------------------------------------------------------------- the table
+
+TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
+    "candidate": frozenset({"active", "deleted"}),
+    "active": frozenset({"reinforced", "superseded", "archived", "expired", "deleted"}),
+    "reinforced": frozenset({"reinforced", "superseded", "archived", "expired", "deleted"}),
+    "superseded": frozenset({"archived", "expired", "deleted"}),
+    "archived": frozenset({"active", "expired", "deleted"}),
+    "expired": frozenset({"archived", "active", "deleted"}),
+    "deleted": frozenset({"purged"}),
+    "purged": frozenset(),
+}
+COMMAND_TARGETS: Final[Mapping[str, str]] = {
+    "activate": "active",
+    "reinforce": "reinforced",
+    "supersede": "superseded",
+    "archive": "archived",
+    "expire": "expired",
+    "delete": "deleted",
+    "purge": "purged",
+}
+STATES: Final = tuple(TRANSITIONS)
+TOMBSTONE_STATES: Final = frozenset({"deleted", "purged"})
+#: States default recall may return (§9.4: expired/archived stop taking part).
+RECALLABLE_STATES: Final = frozenset({"active", "reinforced"})
+DEFAULT_CONFIDENCE_DELTA: Final = 0.05
+
+EVENT_SCHEMA: Final = "chainlesschain.memory-event/v1"
+EVENT_DOMAIN: Final = "chainlesschain.memory-event/v1"
+RECEIPT_SCHEMA: Final = "chainlesschain.memory-receipt/v1"
+RECEIPT_DOMAIN: Final = "chainlesschain.memory-receipt/v1"
+TOMBSTONE_SOURCE: Final = "memory-tombstone"
+TOMBSTONE_SINK: Final = "kernel.tombstone"
+
+_PROPOSAL_FIELDS: Final = frozenset(
+    {
+        "memoryId",
+        "scope",
+        "scopeId",
+        "category",
+        "content",
+        "contentRef",
+        "summary",
+        "provenance",
+        "evidenceRefs",
+        "confidence",
+        "importance",
+        "tags",
+        "sensitivity",
+        "allowedSinks",
+        "retentionPolicy",
+        "activate",
+        "createdAt",
+        "supersedes",
+    }
+)
+_COMMAND_FIELDS: Final = frozenset(
+    {
+        "type",
+        "expectedRevision",
+        "confidenceDelta",
+        "importance",
+        "evidenceRefs",
+        "tags",
+        "summary",
+        "successorMemoryId",
+        "deletionFence",
+        "reason",
+        "authority",
+        "at",
+    }
+)
+
+
+class IllegalMemoryTransition(IllegalTransition):
+    """A command whose target the table does not allow from the record's state."""
+
+    default_code = "illegal_memory_transition"
+
+    def __init__(self, state: str, target: str, event: str | None = None) -> None:
+        super().__init__(
+            f"memory cannot transition from {state} to {target}",
+            details={"from": state, "to": target},
+        )
+        self.machine = MACHINE_NAME
+        self.state = state
+        self.target = target
+        self.event = event
+
+
+def next_state(state: str, command_type: str) -> str:
+    """The table as a function: the state ``command_type`` leads to from ``state``."""
+    target = COMMAND_TARGETS.get(command_type)
+    if target is None:
+        raise InvalidArgument("unsupported MemoryCommand type", details={"type": command_type})
+    if target not in TRANSITIONS.get(state, frozenset()):
+        raise IllegalMemoryTransition(state, target, command_type)
+    return target
+
+
+def state_diagram() -> str:
+    """Mermaid state diagram drawn from :data:`TRANSITIONS` (used by docs/memory.md)."""
+    verbs = {target: kind for kind, target in COMMAND_TARGETS.items()}
+    lines = ["stateDiagram-v2", "    [*] --> candidate", "    [*] --> active: propose(activate)"]
+    for source, targets in TRANSITIONS.items():
+        for target in sorted(targets, key=STATES.index):
+            lines.append(f"    {source} --> {target}: {verbs[target]}")
+    lines.append("    purged --> [*]")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- candidates
+
+#: Probes content for a known secret-store value (§12.2); ``None`` means none configured.
+SecretProbe = Callable[[str], bool]
+
+
+def reject_secret_material(content: str, probe: SecretProbe | None = None) -> None:
+    """The secret filter every candidate path passes (proposals and consolidation)."""
+    if contains_secret_material(content) or (probe is not None and probe(content)):
+        raise InvalidArgument(
+            "MemoryRecord content appears to contain secret material", details={"field": "content"}
+        )
+
+
+def _or_empty(value: Any) -> Any:
+    """JavaScript ``value || []``."""
+    return [] if js_falsy(value) else value
+
+
+def create_memory_candidate(
+    proposal: Any, *, clock: Clock, new_id: NewId, secret_probe: SecretProbe | None = None
+) -> dict[str, Any]:
+    """The peer's ``createMemoryCandidate``: a normalized revision-1 record.
+
+    ``activate: true`` creates it ``active`` (explicit user writes, §9.2), otherwise
+    ``candidate``.  ``clock`` runs only without ``createdAt``; ``new_id`` only
+    without ``memoryId`` (``mem-<id>``).
+    """
+    value = object_value(proposal, "MemoryProposal")
+    known_fields(value, _PROPOSAL_FIELDS, "MemoryProposal")
+    get = value.get
+    now = iso_now(clock) if "createdAt" not in value else timestamp(value["createdAt"], "createdAt")
+    memory_id = get("memoryId")
+    if js_falsy(memory_id):
+        memory_id = f"mem-{new_id()}"
+    raw: dict[str, Any] = {"schemaVersion": 1, "memoryId": memory_id}
+    raw.update(assert_scope(get("scope"), get("scopeId", MISSING)))
+    raw["category"] = identifier(get("category"), "category")
+    raw["content"] = bounded_string(get("content"), "content", 1, 4 * 1024 * 1024)
+    if "contentRef" in value:
+        raw["contentRef"] = value["contentRef"]
+    if "summary" in value:
+        raw["summary"] = bounded_string(value["summary"], "summary", 1, 16 * 1024)
+    raw["provenance"] = provenance(get("provenance"))
+    evidence = get("evidenceRefs")
+    if not isinstance(evidence, list | tuple) or not 1 <= len(evidence) <= 128:
+        raise InvalidArgument(
+            "evidenceRefs must contain 1-128 entries", details={"field": "evidenceRefs"}
+        )
+    raw["evidenceRefs"] = [source_ref(e, f"evidenceRefs[{i}]") for i, e in enumerate(evidence)]
+    raw["confidence"] = bounded_number(get("confidence"), "confidence")
+    raw["importance"] = bounded_number(get("importance"), "importance")
+    raw["tags"] = string_set(_or_empty(get("tags")), "tags", 0, 128, 128)
+    raw["sensitivity"] = get("sensitivity")
+    raw["allowedSinks"] = string_set(_or_empty(get("allowedSinks")), "allowedSinks", 1, 128, 128)
+    activate = "activate" in value and boolean_value(value["activate"], "activate")
+    raw["state"] = "active" if activate else "candidate"
+    raw["retentionPolicy"] = retention_policy(get("retentionPolicy"))
+    raw.update(createdAt=now, updatedAt=now, accessCount=0)
+    if "supersedes" in value:
+        raw["supersedes"] = value["supersedes"]
+    raw["revision"] = 1
+    if secret_probe is not None:
+        reject_secret_material(raw["content"], secret_probe)
+    return normalize_memory_record(raw)
+
+
+# --------------------------------------------------------------------------- the reducer
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryMutation:
+    """What one committed command produces (wire dicts, digests included)."""
+
+    record: dict[str, Any]
+    event: dict[str, Any]
+    receipt: dict[str, Any]
+
+
+def tombstone(record: Mapping[str, Any], at: str, fence: str) -> dict[str, Any]:
+    """The body-free record a deletion leaves: it keeps identity, scope, sensitivity,
+    retention and revision history, and points at the deleted version by digest."""
+    out = {
+        key: value
+        for key, value in record.items()
+        if key not in ("summary", "contentRef", "supersedes", "lastAccessedAt", "digest")
+    }
+    out.update(
+        category="deleted",
+        content="",
+        provenance={"source": TOMBSTONE_SOURCE, "observedAt": at},
+        evidenceRefs=[
+            {"store": TOMBSTONE_SOURCE, "id": record["memoryId"], "digest": record["digest"]}
+        ],
+        confidence=0,
+        importance=0,
+        tags=[],
+        allowedSinks=[TOMBSTONE_SINK],
+        accessCount=0,
+        deletionFence=fence,
+    )
+    return out
+
+
+def _reinforce(
+    current: Mapping[str, Any],
+    command: Mapping[str, Any],
+    nxt: dict[str, Any],
+    ceiling: float | None,
+) -> None:
+    delta = command.get("confidenceDelta")
+    delta = bounded_number(DEFAULT_CONFIDENCE_DELTA if delta is None else delta, "confidenceDelta")
+    confidence = min(1, current["confidence"] + delta)
+    if ceiling is not None:  # §9.2: repetition cannot override a conflicting source
+        confidence = max(current["confidence"], min(confidence, ceiling))
+    nxt["confidence"] = confidence
+    if "importance" in command:
+        nxt["importance"] = bounded_number(command["importance"], "importance")
+    if "summary" in command:
+        nxt["summary"] = bounded_string(command["summary"], "summary", 1, 16 * 1024)
+    if "tags" in command:
+        extra = string_set(command["tags"], "tags", 0, 128, 128)
+        merged = list(dict.fromkeys([*current["tags"], *extra]))
+        nxt["tags"] = string_set(merged, "tags", 0, 128, 128)
+    if "evidenceRefs" in command:
+        refs = command["evidenceRefs"]
+        if not isinstance(refs, list | tuple) or len(refs) > 128:
+            raise InvalidArgument(
+                "evidenceRefs must be a bounded array", details={"field": "evidenceRefs"}
+            )
+        combined = [
+            *current["evidenceRefs"],
+            *(source_ref(e, f"evidenceRefs[{i}]") for i, e in enumerate(refs)),
+        ]
+        unique = {tuple(sorted(ref.items())): ref for ref in combined}
+        if len(unique) > 128:
+            raise InvalidArgument("combined evidenceRefs exceeds 128 entries")
+        nxt["evidenceRefs"] = list(unique.values())
+
+
+def apply_memory_command(
+    record: Any,
+    command: Any,
+    *,
+    clock: Clock,
+    new_id: NewId,
+    confidence_ceiling: float | None = None,
+) -> MemoryMutation:
+    """The peer's ``applyMemoryCommand``: validate, transition, re-digest, emit.
+
+    ``confidence_ceiling`` (kernel policy, :func:`kernel.memory_policy.reinforcement_ceiling`)
+    caps what a ``reinforce`` may raise confidence to; ``None`` is the peer's cap of 1.
+    """
+    current = normalize_memory_record(record)
+    cmd = object_value(command, "MemoryCommand")
+    known_fields(cmd, _COMMAND_FIELDS, "MemoryCommand")
+    expected = bounded_integer(cmd.get("expectedRevision"), "expectedRevision", 1)
+    if expected != current["revision"]:
+        raise RevisionConflict(
+            "memory revision does not match",
+            details={
+                "memoryId": current["memoryId"],
+                "expectedRevision": expected,
+                "actualRevision": current["revision"],
+            },
+        )
+    kind = bounded_string(cmd.get("type"), "type", 1, 64)
+    target = next_state(current["state"], kind)
+    at = iso_now(clock) if "at" not in cmd else timestamp(cmd["at"], "at")
+    nxt = {**current, "state": target, "updatedAt": at, "revision": current["revision"] + 1}
+    if kind == "reinforce":
+        _reinforce(current, cmd, nxt, confidence_ceiling)
+    elif kind == "supersede":
+        identifier(cmd.get("successorMemoryId"), "successorMemoryId")
+    elif kind == "delete":
+        nxt = tombstone(nxt, at, identifier(cmd.get("deletionFence"), "deletionFence"))
+        nxt.update(state=target, updatedAt=at)
+    elif kind == "purge":
+        if identifier(cmd.get("deletionFence"), "deletionFence") != current.get("deletionFence"):
+            raise RevisionConflict(
+                "purge fence does not match deletion tombstone",
+                details={"memoryId": current["memoryId"]},
+            )
+        nxt["content"] = ""
+        for key in ("summary", "contentRef"):
+            nxt.pop(key, None)
+    nxt.pop("digest", None)
+    new = normalize_memory_record(nxt)
+    event = memory_event(
+        new,
+        from_state=current["state"],
+        previous_revision=current["revision"],
+        at=at,
+        event_id=f"memory-event-{new_id()}",
+        type_=f"memory.{target}",
+        extra=cmd,
+    )
+    receipt = memory_receipt(kind, new, event, previous_revision=current["revision"], at=at)
+    return MemoryMutation(new, event, receipt)
+
+
+def memory_event(
+    record: Mapping[str, Any],
+    *,
+    from_state: str | None,
+    previous_revision: int,
+    at: str,
+    event_id: str,
+    type_: str,
+    extra: Mapping[str, Any] | None = None,
+    fields: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A lifecycle event; ``reason``/``authority``/``successorMemoryId`` come from ``extra``
+    (validated), further kernel fields from ``fields`` (already valid)."""
+    event: dict[str, Any] = {
+        "schema": EVENT_SCHEMA,
+        "eventId": event_id,
+        "type": type_,
+        "memoryId": record["memoryId"],
+        "fromState": from_state,
+        "toState": record["state"],
+        "previousRevision": previous_revision,
+        "revision": record["revision"],
+        "recordDigest": record["digest"],
+        "at": at,
+    }
+    extra = extra or {}
+    if "reason" in extra:
+        event["reason"] = bounded_string(extra["reason"], "reason", 1, 2048)
+    if "authority" in extra:
+        event["authority"] = identifier(extra["authority"], "authority")
+    if "successorMemoryId" in extra:
+        event["successorMemoryId"] = identifier(extra["successorMemoryId"], "successorMemoryId")
+    event.update(fields or {})
+    event["digest"] = digest(event, EVENT_DOMAIN, "peer")
+    return event
+
+
+def memory_receipt(
+    operation: str,
+    record: Mapping[str, Any],
+    event: Mapping[str, Any],
+    *,
+    previous_revision: int,
+    at: str,
+    store_revision: int | None = None,
+) -> dict[str, Any]:
+    """A ``MemoryReceipt``; the kernel API adds the port's ``storeRevision``."""
+    receipt: dict[str, Any] = {
+        "schema": RECEIPT_SCHEMA,
+        "operation": operation,
+        "status": "committed",
+        "memoryId": record["memoryId"],
+        "previousRevision": previous_revision,
+        "revision": record["revision"],
+    }
+    if store_revision is not None:
+        receipt["storeRevision"] = store_revision
+    receipt.update(recordDigest=record["digest"], eventDigest=event["digest"], at=at)
+    receipt["digest"] = digest(receipt, RECEIPT_DOMAIN, "peer")
+    return receipt
+
+
+# --------------------------------------------------------------------------- replicas
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    """``kept`` says which copy survives (``local`` also when both are identical)."""
+
+    record: dict[str, Any]
+    kept: Literal["local", "incoming"]
+
+
+def merge_replica_record(local: Any, incoming: Any) -> MergeResult:
+    """The peer's ``mergeReplicaRecord``: the higher revision wins, except that a
+    tombstone never revives (``replica_tombstone_fenced``), scope never changes and
+    sensitivity / allowed sinks never change at a higher revision (``scope_denied``);
+    equal revisions must have equal digests (``revision_conflict``)."""
+    mine = normalize_memory_record(local)
+    theirs = normalize_memory_record(incoming)
+    memory_id = mine["memoryId"]
+    if memory_id != theirs["memoryId"]:
+        raise InvalidArgument("replica records must have the same memoryId")
+    if mine["scope"] != theirs["scope"] or mine.get("scopeId") != theirs.get("scopeId"):
+        raise ScopeDenied(
+            "replica merge cannot change memory scope", details={"memoryId": memory_id}
+        )
+    fence = mine.get("deletionFence")
+    if mine["state"] == "purged":
+        if theirs["state"] == "purged" and theirs.get("deletionFence") == fence:
+            return MergeResult(mine, "local")
+        raise TombstoneFenced(
+            "purged memory cannot be restored by a replica",
+            details={"memoryId": memory_id, "deletionFence": fence},
+        )
+    if mine["state"] == "deleted" and theirs["state"] not in TOMBSTONE_STATES:
+        raise TombstoneFenced(
+            "deleted memory cannot be restored by a replica",
+            details={"memoryId": memory_id, "deletionFence": fence},
+        )
+    if mine["state"] in TOMBSTONE_STATES and theirs.get("deletionFence") != fence:
+        raise TombstoneFenced(
+            "replica deletion fence does not match authority", details={"memoryId": memory_id}
+        )
+    if theirs["revision"] < mine["revision"]:
+        return MergeResult(mine, "local")
+    if theirs["revision"] == mine["revision"]:
+        if theirs["digest"] != mine["digest"]:
+            raise RevisionConflict(
+                "equal replica revisions have different digests",
+                details={"memoryId": memory_id, "revision": mine["revision"]},
+            )
+        return MergeResult(mine, "local")
+    if (
+        theirs["sensitivity"] != mine["sensitivity"]
+        or theirs["allowedSinks"] != mine["allowedSinks"]
+    ):
+        raise ScopeDenied(
+            "replica merge cannot weaken data policy", details={"memoryId": memory_id}
+        )
+    return MergeResult(theirs, "incoming")

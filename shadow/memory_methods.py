@@ -1,0 +1,390 @@
+"""Memory methods of ``shadow kernel call|batch`` and the test doubles they share with
+the peer conformance tests (``deletion-vectors.json`` README).
+
+Methods (registered in :mod:`shadow.kernel_rpc`): ``propose_memory``,
+``decide_memory``, ``delete_memory``, ``reconcile_memory``.  A JSON call is
+stateless, so each request carries the state it runs on, as the vectors' harness
+does (format and examples in ``docs/memory.md``):
+
+``memory``
+    the in-memory store: ``{records, events, reconciliations, storeRevision}``
+    (a previous call's ``memoryAfter``; absent = empty), **or** ``memoryStore``
+    ``{"type": "sqlite", "path"}`` — an existing SQLite memory store opened here;
+``request`` / ``command`` / ``operationId``
+    the kernel call's own argument, verbatim;
+``now``, ``uuidPrefix``, ``uuidStart``
+    the injected clock (fixed ISO time; default: wall clock) and ids
+    (``<prefix>-<k:03d>``; default: uuid4);
+``mode``, ``authority``
+    ``canonical`` (default) or ``shadow``; ``{bindings, writer}`` for the
+    authority registry;
+``purgePorts``, ``content``
+    the copies a deletion purges: ``{"type":"projection","name","failWith"?}`` and
+    ``{"type":"scripted","name","responses"}`` doubles; ``{"objects": [{content,
+    policy}]}`` puts objects into a content store first.
+
+Each answers ``{value, memoryAfter, uuidsConsumed, purgeCalls, recordStates}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from kernel.adapters.memory_store_memory import InMemoryMemoryPort
+from kernel.adapters.sqlite_memory import SqliteMemoryPort
+from kernel.memory_kernel import AuthorityRegistry, MemoryKernel
+from kernel.memory_ports import CommitResult, MemoryCommit, MemoryPort, PurgePort
+from kernel.ports import ContentRef
+from kernel.timestamps import iso_to_epoch_ms
+from shadow.compaction_harness import ScriptedIds
+from shadow.errors import InputError
+from shadow.kernel_rpc import register
+
+START: Final = "2026-08-29T00:00:00.000Z"
+
+# ----------------------------------------------------------------------------- doubles
+
+
+class FixedClock:
+    """A clock fixed per step (``set`` moves it); counts its calls."""
+
+    def __init__(self, now: str = START) -> None:
+        self.now = iso_to_epoch_ms(now)
+        self.calls = 0
+
+    def set(self, now: str) -> None:
+        self.now = iso_to_epoch_ms(now)
+
+    def __call__(self) -> int:
+        self.calls += 1
+        return self.now
+
+
+class PurgeFailure(Exception):
+    """What a failing purge double throws (``code`` is what the receipt records)."""
+
+    def __init__(self, message: str, code: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+CallLog = list[dict[str, Any]]
+
+
+class ProjectionPurgePort:
+    """The peer's ``InMemoryProjectionPurgePort``: purges; ``fail_with`` makes the next
+    purge throw."""
+
+    def __init__(self, name: str, log: CallLog | None = None) -> None:
+        self.name = name
+        self.purged: dict[str, str] = {}
+        self.failure: Mapping[str, Any] | None = None
+        self.log = log if log is not None else []
+
+    def fail_with(self, error: Mapping[str, Any]) -> None:
+        self.failure = dict(error)
+
+    def purge(self, request: Mapping[str, Any]) -> Any:
+        self.log.append({"port": self.name, "request": copy.deepcopy(dict(request))})
+        if self.failure is not None:
+            error, self.failure = self.failure, None
+            raise PurgeFailure(str(error.get("message", "")), error.get("code"))
+        self.purged[str(request["memoryId"])] = str(request["fence"])
+        return {
+            "store": self.name,
+            "status": "purged",
+            "memoryId": request["memoryId"],
+            "fence": request["fence"],
+        }
+
+
+class ScriptedPurgePort:
+    """Call n answers ``responses[min(n, last)]``: ``{"return": X}`` or ``{"throw": {...}}``."""
+
+    def __init__(
+        self, name: str, responses: Sequence[Mapping[str, Any]], log: CallLog | None = None
+    ) -> None:
+        self.name = name
+        self.responses = [dict(r) for r in responses]
+        self.calls = 0
+        self.log = log if log is not None else []
+
+    def purge(self, request: Mapping[str, Any]) -> Any:
+        self.log.append({"port": self.name, "request": copy.deepcopy(dict(request))})
+        response = self.responses[min(self.calls, len(self.responses) - 1)]
+        self.calls += 1
+        if "throw" in response:
+            error = response["throw"]
+            raise PurgeFailure(str(error.get("message", "")), error.get("code"))
+        return copy.deepcopy(response.get("return"))
+
+
+class PeerContentPort:
+    """The peer's ``InMemoryContentPort`` (object ids from the policy; purge receipts
+    ``{store, status, objectId, fence, existed}``), logging purges as ``content``."""
+
+    store = "in-memory-content"
+
+    def __init__(self, log: CallLog | None = None) -> None:
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.log = log if log is not None else []
+
+    def put(self, content: str | bytes, policy: Mapping[str, Any]) -> dict[str, Any]:
+        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        object_id = str(policy.get("objectId") or digest[7:39])
+        ref: dict[str, Any] = {
+            "store": self.store,
+            "objectId": object_id,
+            "digest": digest,
+            "byteLength": len(data),
+        }
+        if policy.get("mimeType"):
+            ref["mimeType"] = policy["mimeType"]
+        ref["summary"] = policy.get("summary") or "Stored content"
+        ref["recoverable"] = True
+        if policy.get("accessPolicy"):
+            ref["accessPolicy"] = policy["accessPolicy"]
+        self.objects[object_id] = {"bytes": data, "ref": ref}
+        return copy.deepcopy(ref)
+
+    def get(self, ref: ContentRef, access: Any) -> bytes:
+        return bytes(self.objects[ref.object_id]["bytes"])
+
+    def purge(self, ref: ContentRef, fence: str) -> dict[str, Any]:
+        self.log.append({"port": "content", "request": {"ref": ref.to_wire(), "fence": fence}})
+        existed = self.objects.pop(ref.object_id, None) is not None
+        return {
+            "store": self.store,
+            "status": "purged",
+            "objectId": ref.object_id,
+            "fence": fence,
+            "existed": existed,
+        }
+
+
+class FailingCommits:
+    """A MemoryPort whose n-th ``commit`` calls (1-based, every commit counted) answer
+    ``ok=False`` without writing."""
+
+    def __init__(self, port: MemoryPort, fail_calls: Sequence[int] = ()) -> None:
+        self.port = port
+        self.fail_calls = frozenset(fail_calls)
+        self.commits = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.port, name)
+
+    @property
+    def name(self) -> str:
+        return self.port.name
+
+    def commit(self, commit: MemoryCommit, expected_revision: int) -> CommitResult:
+        self.commits += 1
+        if self.commits in self.fail_calls:
+            current = self.port.read(str(commit.record["memoryId"]))
+            return CommitResult(
+                False,
+                self.port.store_revision(),
+                current_revision=current["revision"] if current else 0,
+            )
+        return self.port.commit(commit, expected_revision)
+
+
+def purge_ports(specs: Sequence[Mapping[str, Any]], log: CallLog) -> list[PurgePort]:
+    ports: list[PurgePort] = []
+    for spec in specs:
+        if spec.get("type") == "projection":
+            port = ProjectionPurgePort(str(spec["name"]), log)
+            if spec.get("failWith") is not None:
+                port.fail_with(spec["failWith"])
+            ports.append(port)
+        elif spec.get("type") == "scripted":
+            ports.append(ScriptedPurgePort(str(spec["name"]), spec["responses"], log))
+        else:
+            raise ValueError(f"unknown purge port type {spec.get('type')!r}")
+    return ports
+
+
+def record_states(port: MemoryPort) -> dict[str, dict[str, Any]]:
+    return {
+        r["memoryId"]: {"state": r["state"], "revision": r["revision"], "digest": r["digest"]}
+        for r in port.records()
+    }
+
+
+def memory_after(port: MemoryPort, content: PeerContentPort | None = None) -> dict[str, Any]:
+    """The store in the vectors' ``after`` shape (also a valid ``memory`` for the next call)."""
+    return {
+        "records": port.records(),
+        "events": port.events(),
+        "reconciliations": port.reconciliations(),
+        "storeRevision": port.store_revision(),
+        "contentObjectIds": sorted(content.objects) if content is not None else [],
+    }
+
+
+def authority_registry(
+    spec: Mapping[str, Any] | None, clock: Callable[[], int]
+) -> tuple[AuthorityRegistry | None, Mapping[str, Any] | None]:
+    if spec is None:
+        return None, None
+    registry = AuthorityRegistry(clock)
+    for binding in spec.get("bindings") or ():
+        registry.bind(binding)
+    return registry, spec.get("writer")
+
+
+# ----------------------------------------------------------------------------- methods
+
+_COMMON: Final = frozenset(
+    {
+        "memory",
+        "memoryStore",
+        "now",
+        "uuidPrefix",
+        "uuidStart",
+        "mode",
+        "authority",
+        "purgePorts",
+        "content",
+    }
+)
+_ARGUMENT: Final = {
+    "propose_memory": "request",
+    "decide_memory": "command",
+    "delete_memory": "request",
+    "reconcile_memory": "operationId",
+}
+
+
+def _fail(method: str, pointer: str, expected: str, got: Any) -> InputError:
+    return InputError(f"<{method} params>", pointer, expected, type(got).__name__)
+
+
+@contextlib.contextmanager
+def _store(p: Mapping[str, Any], method: str) -> Iterator[MemoryPort]:
+    if "memory" in p and "memoryStore" in p:
+        raise InputError(f"<{method} params>", "", "at most one of memory, memoryStore", "both")
+    if "memoryStore" in p:
+        spec = p["memoryStore"]
+        if (
+            not isinstance(spec, dict)
+            or spec.get("type") != "sqlite"
+            or not isinstance(spec.get("path"), str)
+        ):
+            raise _fail(method, "/memoryStore", '{"type":"sqlite","path"}', spec)
+        path = Path(spec["path"])
+        if not path.is_file():
+            raise InputError(
+                f"<{method} params>",
+                "/memoryStore/path",
+                "an existing SQLite memory store",
+                "no such file",
+            )
+        sqlite = SqliteMemoryPort(path)
+        try:
+            yield sqlite
+        finally:
+            sqlite.close()
+        return
+    memory = p.get("memory", {})
+    if not isinstance(memory, dict):
+        raise _fail(method, "/memory", "a JSON object", memory)
+    yield InMemoryMemoryPort.from_snapshot(memory)
+
+
+def _call(method: str, params: Any) -> dict[str, Any]:
+    if not isinstance(params, dict):
+        raise _fail(method, "", "a JSON object", params)
+    argument = _ARGUMENT[method]
+    unknown = sorted(set(params) - _COMMON - {argument})
+    if unknown:
+        raise InputError(
+            f"<{method} params>", f"/{unknown[0]}", "a known field", "an unknown field"
+        )
+    if argument not in params:
+        raise InputError(f"<{method} params>", f"/{argument}", "a value", "nothing")
+    now = params.get("now")
+    if now is not None and not isinstance(now, str):
+        raise _fail(method, "/now", "an ISO timestamp", now)
+    clock: Callable[[], int] = FixedClock(now) if now else (lambda: time.time_ns() // 1_000_000)
+    ids: Callable[[], str]
+    issued: list[str] = []
+    if "uuidPrefix" in params:
+        scripted = ScriptedIds(str(params["uuidPrefix"]), int(params.get("uuidStart", 1)))
+        ids = scripted
+        issued = scripted.issued
+    else:
+
+        def ids() -> str:
+            issued.append(str(uuid.uuid4()))
+            return issued[-1]
+
+    log: CallLog = []
+    specs = params.get("purgePorts", [])
+    if not isinstance(specs, list):
+        raise _fail(method, "/purgePorts", "an array", specs)
+    content = None
+    if params.get("content") is not None:
+        content = PeerContentPort(log)
+        for obj in params["content"].get("objects") or ():
+            content.put(obj["content"], obj.get("policy") or {})
+    registry, writer = authority_registry(params.get("authority"), clock)
+    with _store(params, method) as port:
+        kernel = MemoryKernel(
+            memory_port=port,
+            clock=clock,
+            new_id=ids,
+            content_port=content,
+            purge_ports=purge_ports(specs, log),
+            authority_registry=registry,
+            writer=writer,
+            mode=str(params.get("mode", "canonical")),
+        )
+        action = {
+            "propose_memory": kernel.propose_memory,
+            "decide_memory": kernel.decide_memory,
+            "delete_memory": kernel.delete_memory,
+            "reconcile_memory": kernel.reconcile,
+        }[method]
+        value = action(copy.deepcopy(params[argument]))
+        return {
+            "value": value,
+            "memoryAfter": memory_after(port, content),
+            "uuidsConsumed": list(issued),
+            "purgeCalls": log,
+            "recordStates": record_states(port),
+        }
+
+
+def _method(name: str) -> Callable[[Any], dict[str, Any]]:
+    def run(params: Any) -> dict[str, Any]:
+        return _call(name, params)
+
+    run.__name__ = name
+    return run
+
+
+for _name in _ARGUMENT:
+    register(_name, _method(_name))
+
+__all__ = [
+    "FailingCommits",
+    "FixedClock",
+    "PeerContentPort",
+    "ProjectionPurgePort",
+    "PurgeFailure",
+    "ScriptedPurgePort",
+    "authority_registry",
+    "memory_after",
+    "purge_ports",
+    "record_states",
+]
