@@ -179,6 +179,47 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
     ReasonCode("unclassified", _M, False,
                "A difference no rule explains. Itself a finding; never silently dropped.",
                "A field present on one side only with no known meaning."),
+    # -- gate reasons (``shadow gate``; shadow/gates/): judge evidence, not projections ------
+    ReasonCode("evidence.missing", _B, False,
+               "Evidence a phase requires is absent: no evidence file, or a required check, "
+               "inventory or attached test result was never produced.",
+               "Phase 2 needs `conformance.session_store`; no JUnit file was attached."),
+    ReasonCode("evidence.missing_platform", _B, False,
+               "A required platform (linux, windows, macos by default) has no evidence for "
+               "the candidate being gated.",
+               "Only `linux` and `windows` evidence.json files were given."),
+    ReasonCode("evidence.mixed_candidate", _B, False,
+               "The evidence files do not all bind to the same candidate identity (commit, "
+               "package version, corpus, recordings, policy, waivers).",
+               "The macOS run was made on commit `a1b2c3d`, the others on `d4e5f6a`."),
+    ReasonCode("evidence.insufficient", _B, False,
+               "A surface has too few fixtures, or its divergence rate cannot be bounded "
+               "below the threshold (Wilson upper bound) on the evidence given.",
+               "`vscode`: 5 fixtures, 0 failing, upper bound 0.35 > 0.20."),
+    ReasonCode("evidence.platform_mismatch", _B, False,
+               "Runs of the same candidate on different platforms produced different "
+               "results (divergences, defects or cases).",
+               "Windows reports a `noise.path_format` divergence Linux does not."),
+    ReasonCode("policy.version_mismatch", _B, False,
+               "The evidence was produced under another gate-policy version than the one "
+               "the gate applies.",
+               "Evidence says `gate-policy/1`, `shadow gate` loaded `gate-policy/2`."),
+    ReasonCode("policy.check_failed", _B, False,
+               "A check a phase requires ran and failed (inventory, frozen schemas, "
+               "classification, determinism, conformance, fail-closed probes).",
+               "`replay.deterministic`: a second replay in reverse order differs."),
+    ReasonCode("policy.divergence_threshold", _B, False,
+               "A phase's surfaces have more fixtures with unwaived divergences at or above "
+               "the phase's severity than the policy allows.",
+               "`cli`: 20 of 32 fixtures have an unwaived `major` divergence; 0 allowed."),
+    ReasonCode("policy.nogo_class", _B, False,
+               "A divergence of a design 108 §16 NO-GO class is attributed to the candidate: "
+               "NO-GO in every phase, never waivable.",
+               "`tool_pair.split` by the candidate on `cli.compress`."),
+    ReasonCode("policy.waiver_expired", _B, False,
+               "A waiver the evidence relied on has expired by the gate date; the divergences "
+               "it covered count again.",
+               "`W-004` expired 2026-10-01; the evidence was produced on 2026-09-20."),
 )
 
 REGISTRY: Final[Mapping[str, ReasonCode]] = MappingProxyType({c.code: c for c in _TABLE})

@@ -8,12 +8,16 @@ import sys
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from shadow.progress import TerminalProgress
     from shadow.run import RunOptions, execute
 
     result = execute(RunOptions(
         fixtures=args.fixtures, out=args.out, recordings=args.recordings, phase=args.phase,
         surfaces=tuple(args.surface or ()), candidate=args.candidate,
         record_candidate=args.record_candidate, waivers=args.waivers, jobs=args.jobs,
+        policy=args.policy, inventory=args.inventory, attach=tuple(args.attach or ()),
+        previous=args.previous, determinism=not args.skip_determinism,
+        progress=TerminalProgress(),
     ))
     for line in result.lines:
         print(line)
@@ -33,6 +37,40 @@ def cmd_codes(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gate(args: argparse.Namespace) -> int:
+    from shadow import gates
+
+    result = gates.gate(args.evidence, args.phase, policy=args.policy,
+                        platforms=args.platforms or (), release_matrix=args.release_matrix,
+                        today=args.today)
+    if args.out:
+        gates.write(args.out, result)
+    if args.json:
+        print(json.dumps(result.to_wire(), sort_keys=True, indent=1, ensure_ascii=False))
+    else:
+        print(gates.render_text(result))
+    return 0 if result.verdict == "GO" else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from shadow.reports import rerender
+
+    verdict, paths = rerender(args.report, fmt=args.format, previous=args.previous,
+                              out=args.out)
+    for p in paths:
+        print(f"report: {p}")
+    print(f"verdict: {verdict}")
+    return 0 if verdict == "GO" else 1
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from shadow.reports import diff_files
+
+    text, regressions = diff_files(args.old, args.new, fmt=args.format)
+    print(text)
+    return 1 if regressions else 0
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r = sub.add_parser("run", help="shadow run over the bundled fixtures; writes reports")
     r.add_argument("--fixtures", default="fixtures",
@@ -47,7 +85,43 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
                    help="also write the candidate's projections to DIR")
     r.add_argument("--waivers", default=None, metavar="FILE")
     r.add_argument("--jobs", type=int, default=1, help="worker processes for the map step")
+    r.add_argument("--policy", default=None, metavar="FILE",
+                   help="gate policy (default: shadow/policy/gate-policy.v1.json)")
+    r.add_argument("--inventory", default=None, metavar="FILE",
+                   help="writer inventory (default: the policy's inventory.default)")
+    r.add_argument("--attach", action="append", metavar="JUNIT_XML",
+                   help="record another test run's JUnit XML in evidence.json (repeatable)")
+    r.add_argument("--previous", default=None, metavar="REPORT_JSON",
+                   help="an older report.json: trend in report.md / report.html")
+    r.add_argument("--skip-determinism", action="store_true",
+                   help="do not replay a second time to check determinism")
     r.set_defaults(func=cmd_run)
+    g = sub.add_parser("gate", help="judge evidence.json files for a cutover phase")
+    g.add_argument("evidence", nargs="+", metavar="EVIDENCE",
+                   help="evidence.json files, or folders holding them")
+    g.add_argument("--phase", type=int, required=True, choices=range(0, 6), metavar="N")
+    g.add_argument("--policy", default=None, metavar="FILE")
+    g.add_argument("--platforms", action="append", metavar="P[,P]",
+                   help="required platforms (default: the policy's; linux,windows,macos)")
+    g.add_argument("--release-matrix", default=None, metavar="FILE",
+                   help="take required platforms from a release/required-evidence.v1.json")
+    g.add_argument("--today", default=None, metavar="YYYY-MM-DD",
+                   help="gate date for waiver expiry (default: today, UTC)")
+    g.add_argument("--out", default=None, metavar="DIR", help="write gate.json and gate.md")
+    g.add_argument("--json", action="store_true", help="print gate.json instead of text")
+    g.set_defaults(func=cmd_gate)
+    rp = sub.add_parser("report", help="re-render report formats from a report.json")
+    rp.add_argument("report", metavar="REPORT_JSON")
+    rp.add_argument("--format", default="all", choices=("md", "html", "junit", "json", "all"))
+    rp.add_argument("--previous", default=None, metavar="OLD_REPORT_JSON")
+    rp.add_argument("--out", default=None, metavar="DIR",
+                    help="output folder (default: the report's folder)")
+    rp.set_defaults(func=cmd_report)
+    d = sub.add_parser("diff", help="new, fixed and changed divergences between two reports")
+    d.add_argument("old", metavar="OLD")
+    d.add_argument("new", metavar="NEW")
+    d.add_argument("--format", default="text", choices=("text", "md", "json"))
+    d.set_defaults(func=cmd_diff)
     c = sub.add_parser("codes", help="print the reason-code registry")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_codes)

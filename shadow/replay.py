@@ -14,8 +14,8 @@ output.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from shadow.candidate import Candidate
@@ -35,6 +35,12 @@ class FixtureResult:
     divergences: tuple[Divergence, ...]
     legacy_defects: tuple[Divergence, ...]
     candidate_projections: tuple[Projection, ...] = field(default=(), repr=False)
+    cases: tuple[str, ...] = ()  # surfaces judged for this fixture (captures and twins)
+
+
+#: ``progress(done, total, fixture)`` after each fixture of the map (a UI hook, never I/O
+#: in the core: the caller decides what to draw).
+Progress = Callable[[int, int, str], None]
 
 
 def selected(capture_name: str, surface: str, patterns: Sequence[str]) -> bool:
@@ -59,9 +65,11 @@ def replay_fixture(scenario: Scenario, candidate: Candidate,
     cand_out: list[Projection] = []
     baselines: dict[str, tuple[Projection, list[Violation]]] = {}
     comparisons = 0
+    cases: list[str] = []
     for cap in scenario.captures:
         if not selected(cap.name, cap.surface, surfaces):
             continue
+        cases.append(cap.name)
         adapter = adapter_for(cap.name)
         if adapter is None:
             divs.append(make(fx, cap.name, "unclassified", "none", (),
@@ -96,17 +104,29 @@ def replay_fixture(scenario: Scenario, candidate: Candidate,
             (bx, vx), (by, vy) = baselines[x], baselines[y]
             divs += compare(bx, by, vx, vy, surface=f"{x}~{y}", twin=True)
             comparisons += 1
+            cases.append(f"{x}~{y}")
     return FixtureResult(fx, comparisons, tuple(sorted(divs, key=lambda d: d.sort_key)),
-                         tuple(sorted(defects, key=lambda d: d.sort_key)), tuple(cand_out))
+                         tuple(sorted(defects, key=lambda d: d.sort_key)), tuple(cand_out),
+                         tuple(sorted(cases)))
 
 
 def replay_all(scenarios: Sequence[Scenario], candidate: Candidate,
-               surfaces: Sequence[str] = (), jobs: int = 1) -> list[FixtureResult]:
+               surfaces: Sequence[str] = (), jobs: int = 1,
+               progress: Progress | None = None) -> list[FixtureResult]:
     """Run the map over every scenario (a process pool when ``jobs > 1``)."""
-    if jobs <= 1 or len(scenarios) < 2:
-        return [replay_fixture(s, candidate, surfaces) for s in scenarios]
+    total = len(scenarios)
+    if jobs <= 1 or total < 2:
+        out = []
+        for i, s in enumerate(scenarios, 1):
+            out.append(replay_fixture(s, candidate, surfaces))
+            if progress is not None:
+                progress(i, total, s.name)
+        return out
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(replay_fixture, s, candidate, tuple(surfaces)) for s in scenarios]
+        if progress is not None:
+            for i, f in enumerate(as_completed(futures), 1):
+                progress(i, total, f.result().fixture)
         return [f.result() for f in futures]
 
 

@@ -6,11 +6,15 @@
      "candidate": {identity…, "corpus_digest", "fixtures_root"},
      "totals": {"fixtures", "comparisons", "divergences", "blocking"},
      "blocking_reasons": [code…],
+     "cases": [{"fixture", "surface"}],   # every fixture × surface judged (JUnit testcases)
      "divergences": [{"fixture", "surface", "reason_code", "severity", "attribution",
                       "item_ids", "detail"}],
      "legacy_defects": [...same shape...],
      "waivers": {"applied": [...], "expired": [...], "unused": [...]},
      "generated_at": ISO-8601 UTC}
+
+Beside it the run writes ``evidence.json`` (:mod:`shadow.evidence`) and the rendered
+``report.md``, ``report.html`` and ``junit.xml`` (:mod:`shadow.reports`).
 
 Verdict: ``NO-GO`` when any unwaived divergence is ``blocking`` (a NO-GO-class
 invariant broken by the candidate, a shadow side effect, a quarantined fixture, a
@@ -23,16 +27,19 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from shadow import candidate as cand_mod
+from shadow import evidence as evidence_mod
+from shadow import reports
 from shadow import waivers as waiver_mod
 from shadow.divergence import Divergence, make
 from shadow.errors import InputError, UsageError
 from shadow.fixtures import load_corpus
+from shadow.gates import policy as policy_mod
 from shadow.replay import reduce_results, replay_all
 
 REPORT_SCHEMA: Final = "shadow-report/v1"
@@ -51,6 +58,12 @@ class RunOptions:
     waivers: str | None = None
     jobs: int = 1
     now: dt.datetime | None = None  # injectable clock (tests)
+    policy: str | None = None  # gate policy file (default: the bundled one)
+    inventory: str | None = None  # writer inventory (default: the policy's)
+    attach: tuple[str, ...] = ()  # JUnit XML results recorded in evidence.json
+    previous: str | None = None  # an older report.json: the trend in report.md/html
+    determinism: bool = True  # replay again in reverse order and compare
+    progress: Callable[[int, int, str], None] | None = None  # UI hook (never prints here)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +72,8 @@ class RunResult:
     report_path: Path
     report: dict[str, Any] = field(repr=False)
     lines: tuple[str, ...] = ()
+    paths: tuple[Path, ...] = ()
+    evidence: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 def _fixtures_root(path: str) -> Path:
@@ -91,10 +106,12 @@ def execute(opts: RunOptions) -> RunResult:
     if opts.recordings is not None and not Path(opts.recordings).is_dir():
         raise InputError(opts.recordings, "", "a recordings folder", "no such folder")
     waiver_list = waiver_mod.load(opts.waivers) if opts.waivers else []
+    policy = policy_mod.load(opts.policy)
+    setup = evidence_mod.prepare(opts, policy)  # bad --inventory/--attach/--previous: exit 2
     root = _fixtures_root(opts.fixtures)
     corpus = load_corpus(root)
     candidate = cand_mod.make_candidate(opts.candidate, opts.recordings)
-    results = replay_all(corpus.scenarios, candidate, opts.surfaces, opts.jobs)
+    results = replay_all(corpus.scenarios, candidate, opts.surfaces, opts.jobs, opts.progress)
     divs, defects, comparisons, projections = reduce_results(results)
     divs = sorted([*divs, *_quarantine(corpus.quarantined)], key=lambda d: d.sort_key)
     now = opts.now or dt.datetime.now(dt.UTC)
@@ -115,6 +132,9 @@ def execute(opts: RunOptions) -> RunResult:
                    "blocking": len(blocking), "legacy_defects": len(defects),
                    "waived": len(outcome.waived), "quarantined": len(corpus.quarantined)},
         "blocking_reasons": sorted({d.reason_code for d in blocking}),
+        "cases": [{"fixture": f, "surface": s} for f, s in sorted(
+            {(r.fixture, c) for r in results for c in r.cases}
+            | {(d.fixture, d.surface) for d in divs})],
         "divergences": [d.to_wire() for d in kept],
         "legacy_defects": [d.to_wire() for d in defects],
         "waivers": dict(outcome.report),
@@ -124,14 +144,21 @@ def execute(opts: RunOptions) -> RunResult:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "report.json"
     path.write_text(render(report), encoding="utf-8")
+    evidence = evidence_mod.for_run(
+        setup, report, results,
+        rerun=(lambda: replay_all(corpus.scenarios[::-1], candidate, opts.surfaces, opts.jobs))
+        if opts.determinism else None)
+    paths = (path, evidence_mod.write(out / "evidence.json", evidence),
+             *reports.write(out, report, evidence=evidence, previous=setup.previous))
     lines = (
         f"fixtures: {report['totals']['fixtures']} ({len(corpus.quarantined)} quarantined), "
         f"comparisons: {comparisons}",
         f"divergences: {len(kept)} ({len(blocking)} blocking), legacy defects: {len(defects)}",
+        "by severity: " + ", ".join(f"{s} {n}" for s, n in evidence["run"]["by_severity"].items()),
         *(f"blocking: {c}" for c in report["blocking_reasons"]),
-        f"report: {path}",
+        *(f"report: {p}" for p in paths),
     )
-    return RunResult(verdict, path, report, lines)
+    return RunResult(verdict, path, report, lines, paths, evidence)
 
 
 def render(report: dict[str, Any]) -> str:

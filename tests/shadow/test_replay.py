@@ -121,7 +121,7 @@ def test_report_is_byte_identical_across_runs_and_listing_order(
     assert report["schema"] == "shadow-report/v1"
     assert set(report) == {"schema", "verdict", "phase", "candidate", "totals",
                            "blocking_reasons", "divergences", "legacy_defects", "waivers",
-                           "generated_at"}
+                           "generated_at", "cases"}
     assert {"fixtures", "comparisons", "divergences", "blocking"} <= set(report["totals"])
     assert report["verdict"] == "GO" and report["totals"]["fixtures"] == 42
     keys = {"fixture", "surface", "reason_code", "severity", "attribution", "item_ids", "detail"}

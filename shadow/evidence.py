@@ -1,0 +1,393 @@
+"""``evidence.json`` (``shadow-evidence/v1``): what one run proves, bound to the candidate.
+
+Design 108 §19.3: schema, migration dry-run, shadow divergence, recovery, privacy deletion
+and soak evidence must all bind to the *same* release candidate, and Linux, Windows and
+macOS must all pass.  Every ``shadow run`` therefore writes, beside ``report.json``::
+
+    {"schema": "shadow-evidence/v1",
+     "identity": {"commit", "package_version", "corpus_digest", "recordings_digest",
+                  "policy_version", "candidate_digest", "waivers_digest", "surfaces"},
+     "identity_digest": "sha256:…",          # what "the same candidate" means
+     "environment": {"platform": "linux|windows|macos", "python", "implementation",
+                     "machine", "dirty"},      # not part of the identity
+     "run": {"verdict", "phase", "generated_at", "totals", "by_severity", "by_code",
+             "blocking_reasons", "results_digest"},
+     "cases": [{"fixture", "surface", "worst", "by_severity", "by_code", "nogo"}],
+     "surfaces": {surface: {"cases", "worst": {severity | "clean": count}}},
+     "waivers": {"applied", "expired", "unused"},
+     "checks": {"inventory.valid" | "schemas.frozen" | "replay.deterministic": {"status", …}},
+     "inventory": {...summary...} | null,
+     "attachments": [{"file", "digest", "testcases": [{"id", "outcome"}]}]}
+
+Nothing here can fail the run: a missing ``git`` gives commit ``"unknown"``, a check that
+crashes is recorded as ``fail`` with the exception's type name.  ``shadow gate``
+(:mod:`shadow.gates`) judges these files against the policy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform as _platform
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from shadow import codes
+from shadow.errors import InputError
+
+SCHEMA: Final = "shadow-evidence/v1"
+PACKAGE: Final = "context-kernel-parity"
+_IDENTITY_TAG: Final = b"shadow.evidence-identity/v1\0"
+_RESULTS_TAG: Final = b"shadow.results/v1\0"
+
+
+# --- environment probes (monkeypatched in tests for deterministic bytes) ----------------
+
+
+def platform_name(raw: str | None = None) -> str:
+    raw = raw or sys.platform
+    if raw.startswith("linux"):
+        return "linux"
+    if raw.startswith(("win32", "cygwin", "msys")):
+        return "windows"
+    if raw == "darwin":
+        return "macos"
+    return raw
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=Path(__file__).resolve().parent,
+                             capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def git_commit() -> str:
+    """``git rev-parse HEAD`` of the checkout holding this package; never fails."""
+    out = _git("rev-parse", "HEAD")
+    if out and out.strip():
+        return out.strip()
+    return os.environ.get("GITHUB_SHA") or "unknown"
+
+
+def git_dirty() -> bool | None:
+    out = _git("status", "--porcelain", "--untracked-files=no")
+    return None if out is None else bool(out.strip())
+
+
+def package_version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version(PACKAGE)
+    except PackageNotFoundError:
+        from shadow import __version__
+
+        return __version__
+
+
+def environment() -> dict[str, Any]:
+    return {"platform": platform_name(), "python": _platform.python_version(),
+            "implementation": _platform.python_implementation(),
+            "machine": _platform.machine(), "dirty": git_dirty()}
+
+
+# --- digests -------------------------------------------------------------------------------
+
+
+def canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False).encode("utf-8")
+
+
+def digest(value: Any, tag: bytes = b"") -> str:
+    return "sha256:" + hashlib.sha256(tag + canonical(value)).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+def folder_digest(root: Path | None) -> str:
+    """sha256 over (relative posix path, bytes) of every file under ``root``, sorted."""
+    h = hashlib.sha256()
+    if root is not None and root.is_dir():
+        for p in sorted((p for p in root.rglob("*") if p.is_file()),
+                        key=lambda p: p.relative_to(root).as_posix()):
+            h.update(p.relative_to(root).as_posix().encode("utf-8") + b"\0")
+            h.update(p.read_bytes())
+            h.update(b"\0")
+    return "sha256:" + h.hexdigest()
+
+
+def results_digest(divergences: Sequence[Mapping[str, Any]],
+                   legacy_defects: Sequence[Mapping[str, Any]],
+                   cases: Sequence[Any], comparisons: int) -> str:
+    """The platform-independent part of a run's outcome (no time, no identity)."""
+    return digest({"divergences": list(divergences), "legacy_defects": list(legacy_defects),
+                   "cases": [list(c) for c in cases], "comparisons": comparisons},
+                  _RESULTS_TAG)
+
+
+# --- per-case summary -------------------------------------------------------------------
+
+
+def top_surface(surface: str) -> str:
+    """``cli.compress`` -> ``cli``; ``session-core.memory`` -> ``session-core``."""
+    return surface.split(".", 1)[0]
+
+
+def case_summaries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One entry per fixture × surface: worst unwaived severity and code counts."""
+    by_case: dict[tuple[str, str], list[Mapping[str, Any]]] = {
+        (c["fixture"], c["surface"]): [] for c in report.get("cases", [])}
+    for d in report.get("divergences", []):
+        by_case.setdefault((d["fixture"], d["surface"]), []).append(d)
+    out = []
+    for (fx, sf), divs in sorted(by_case.items()):
+        sev = Counter(d["severity"] for d in divs)
+        worst = min(sev, key=codes.severity_rank) if sev else "clean"
+        nogo = sorted({d["reason_code"] for d in divs if d["severity"] == "blocking"
+                       and d["reason_code"] in codes.NOGO_CODES
+                       and d.get("attribution") in ("candidate", "both")})
+        out.append({"fixture": fx, "surface": sf, "worst": worst,
+                    "by_severity": dict(sorted(sev.items())),
+                    "by_code": dict(sorted(Counter(d["reason_code"] for d in divs).items())),
+                    "nogo": nogo})
+    return out
+
+
+def surface_summaries(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per surface: cases, and how many cases have each worst severity (or are clean)."""
+    out: dict[str, dict[str, Any]] = {}
+    for c in cases:
+        s = out.setdefault(c["surface"], {"cases": 0, "worst": {k: 0 for k in (
+            *codes.SEVERITIES, "clean")}})
+        s["cases"] += 1
+        s["worst"][c["worst"]] += 1
+    return dict(sorted(out.items()))
+
+
+# --- attachments (JUnit XML from other test runs, e.g. the conformance suites) -------------
+
+
+def read_junit(path: Path) -> dict[str, Any]:
+    """Summarise a JUnit XML file: one ``{"id", "outcome"}`` per testcase."""
+    if not path.is_file():
+        raise InputError(path, "", "a JUnit XML file to attach", "no such file")
+    try:
+        root = ET.parse(path).getroot()  # CI's own test output (expat, no DTD fetch)
+    except ET.ParseError as exc:
+        raise InputError(path, "", "well-formed JUnit XML", f"a parse error ({exc})") from None
+    cases = []
+    for tc in root.iter("testcase"):
+        cls, name = tc.get("classname") or "", tc.get("name") or ""
+        outcome = "passed"
+        for child, label in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
+            if tc.find(child) is not None:
+                outcome = label
+                break
+        cases.append({"id": f"{cls}.{name}" if cls else name, "outcome": outcome})
+    cases.sort(key=lambda c: (c["id"], c["outcome"]))
+    return {"file": path.name, "digest": file_digest(path), "testcases": cases}
+
+
+# --- checks the run measures itself -------------------------------------------------------
+
+
+def _guard(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    try:
+        return fn()
+    except InputError as exc:
+        return {"status": "fail", "detail": str(exc)}
+    except Exception as exc:  # a crashing check is a failing check, never a crashing run
+        return {"status": "fail", "detail": f"check crashed ({type(exc).__name__})"}
+
+
+def check_schemas() -> dict[str, Any]:
+    from shadow import schemas
+
+    problems = schemas.drift(schemas.generate())
+    return {"status": "fail" if problems else "pass", "problems": list(problems)}
+
+
+def check_inventory(path: str | None, inactive: Sequence[str]) -> tuple[dict[str, Any],
+                                                                         dict[str, Any] | None]:
+    from shadow import inventory
+
+    if path is None:
+        return {"status": "missing", "detail": "no inventory file given"}, None
+    p = Path(path)
+    if not p.is_file():
+        return {"status": "missing", "detail": f"no inventory at {p.as_posix()}"}, None
+    try:
+        inv = inventory.load(p)
+    except InputError as exc:
+        return {"status": "fail", "detail": str(exc)}, None
+    active = [w.id for w in inv.active_legacy_writers(inactive)]
+    return ({"status": "pass", "format": inv.format, "source": inv.source,
+             "writers": len(inv.writers), "active_legacy_writers": active},
+            inv.summary())
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceInputs:
+    report: Mapping[str, Any]
+    policy_version: str
+    recordings: Path | None
+    waivers: Path | None
+    inventory: str | None
+    inactive_stages: tuple[str, ...]
+    attachments: tuple[Path, ...] = ()
+    rerun_digest: Callable[[], str] | None = None  # determinism: replay again, digest
+    first_digest: str | None = None
+    check_schemas: bool = True
+
+
+def collect(inp: EvidenceInputs) -> dict[str, Any]:
+    """Build the evidence document for one finished run."""
+    report = inp.report
+    cand = report["candidate"]
+    identity = {
+        "commit": git_commit(),
+        "package_version": package_version(),
+        "corpus_digest": cand.get("corpus_digest", "unknown"),
+        "recordings_digest": folder_digest(inp.recordings) if inp.recordings else "none",
+        "policy_version": inp.policy_version,
+        "candidate_digest": digest({k: v for k, v in cand.items() if k != "corpus_digest"}),
+        "waivers_digest": file_digest(inp.waivers) if inp.waivers else "none",
+        "surfaces": list(cand.get("surfaces", [])),
+    }
+    checks: dict[str, Any] = {}
+    inv_check, inv_summary = check_inventory(inp.inventory, inp.inactive_stages)
+    checks["inventory.valid"] = inv_check
+    checks["schemas.frozen"] = (_guard(check_schemas) if inp.check_schemas
+                                else {"status": "missing", "detail": "not checked"})
+    if inp.rerun_digest is None or inp.first_digest is None:
+        checks["replay.deterministic"] = {"status": "missing", "detail": "not checked"}
+    else:
+        rerun = inp.rerun_digest
+        first = inp.first_digest
+
+        def _det() -> dict[str, Any]:
+            again = rerun()
+            return {"status": "pass" if again == first else "fail", "order": "reversed",
+                    "digest": first, "rerun_digest": again}
+
+        checks["replay.deterministic"] = _guard(_det)
+    divs = report.get("divergences", [])
+    sev = Counter(d["severity"] for d in divs)
+    cases = case_summaries(report)
+    return {
+        "schema": SCHEMA,
+        "identity": identity,
+        "identity_digest": digest(identity, _IDENTITY_TAG),
+        "environment": environment(),
+        "run": {"verdict": report["verdict"], "phase": report["phase"],
+                "generated_at": report["generated_at"], "totals": report["totals"],
+                "by_severity": {s: sev.get(s, 0) for s in codes.SEVERITIES},
+                "by_code": dict(sorted(Counter(d["reason_code"] for d in divs).items())),
+                "blocking_reasons": report.get("blocking_reasons", []),
+                "results_digest": results_digest(
+                    divs, report.get("legacy_defects", []),
+                    [(c["fixture"], c["surface"]) for c in report.get("cases", [])],
+                    report["totals"].get("comparisons", 0))},
+        "cases": cases,
+        "surfaces": surface_summaries(cases),
+        "waivers": report.get("waivers", {}),
+        "checks": dict(sorted(checks.items())),
+        "inventory": inv_summary,
+        "attachments": [read_junit(p) for p in inp.attachments],
+    }
+
+
+# --- glue for ``shadow run`` ----------------------------------------------------------------
+
+_PROJECT_ROOT: Final = Path(__file__).resolve().parent.parent
+
+
+def _resolve_default(rel: str | None) -> str | None:
+    """A policy-relative default path: the current folder first, then the project root."""
+    if rel is None:
+        return None
+    p = Path(rel)
+    if p.is_absolute() or p.exists():
+        return str(p)
+    alt = _PROJECT_ROOT / p
+    return str(alt) if alt.exists() else str(p)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSetup:
+    policy_version: str
+    inactive_stages: tuple[str, ...]
+    inventory: str | None
+    attachments: tuple[Path, ...]
+    recordings: Path | None
+    waivers: Path | None
+    previous: Mapping[str, Any] | None
+
+
+def prepare(opts: Any, policy: Any) -> RunSetup:
+    """Validate the run's evidence inputs before any replay (input errors exit 2)."""
+    from shadow import reports
+
+    if opts.inventory is not None and not Path(opts.inventory).is_file():
+        raise InputError(opts.inventory, "", "a writer inventory file", "no such file")
+    attachments = tuple(Path(a) for a in opts.attach)
+    for a in attachments:
+        if not a.is_file():
+            raise InputError(a, "", "a JUnit XML file to attach", "no such file")
+    # without --recordings the provider answers come from the captures (corpus digest)
+    recordings = Path(opts.recordings) if opts.recordings is not None else None
+    previous = reports.load_report(opts.previous) if opts.previous else None
+    return RunSetup(policy.version, tuple(policy.inactive_stages),
+                    opts.inventory or _resolve_default(policy.inventory_default),
+                    attachments, recordings, Path(opts.waivers) if opts.waivers else None,
+                    previous)
+
+
+def replay_digest(results: Sequence[Any]) -> str:
+    """Digest of a map's raw output (before waivers), for the determinism check."""
+    from shadow.replay import reduce_results
+
+    divs, defects, comparisons, _ = reduce_results(results)
+    cases = sorted((r.fixture, c) for r in results for c in r.cases)
+    return results_digest([d.to_wire() for d in divs], [d.to_wire() for d in defects],
+                          cases, comparisons)
+
+
+def for_run(setup: RunSetup, report: Mapping[str, Any], results: Sequence[Any],
+            rerun: Callable[[], Sequence[Any]] | None) -> dict[str, Any]:
+    return collect(EvidenceInputs(
+        report=report, policy_version=setup.policy_version, recordings=setup.recordings,
+        waivers=setup.waivers, inventory=setup.inventory,
+        inactive_stages=setup.inactive_stages, attachments=setup.attachments,
+        rerun_digest=(lambda: replay_digest(rerun())) if rerun is not None else None,
+        first_digest=replay_digest(results)))
+
+
+def identity_digest(identity: Mapping[str, Any]) -> str:
+    return digest(dict(identity), _IDENTITY_TAG)
+
+
+def render(doc: Mapping[str, Any]) -> str:
+    return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def write(path: Path, doc: Mapping[str, Any]) -> Path:
+    path.write_text(render(doc), encoding="utf-8", newline="\n")
+    return path

@@ -1,0 +1,202 @@
+"""Reports: ``report.json`` -> pandas tables -> jinja2 templates.
+
+Formats (``FORMATS``; files written by :func:`write`):
+
+* ``md``    ``report.md``   — fits a PR comment and ``$GITHUB_STEP_SUMMARY`` (< 60 KB);
+* ``html``  ``report.html`` — one self-contained file (inline CSS and SVG, no script, no
+  external reference), works offline;
+* ``junit`` ``junit.xml``   — one testcase per fixture × surface; a case fails on any
+  unwaived ``blocking`` or ``major`` divergence (waived ones are not in the report).
+
+``report.json`` itself is written by :mod:`shadow.run`; ``shadow report`` re-renders any
+format from it.  Rendering is a pure function of (report, evidence, previous report):
+no clock, no environment, sorted everywhere — the snapshot tests hold the bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import jinja2
+from markupsafe import Markup
+
+from shadow import codes
+from shadow.boundary import load_path
+from shadow.errors import InputError
+from shadow.reports import svg, tables
+
+REPORT_SCHEMA: Final = "shadow-report/v1"
+FORMATS: Final = ("md", "html", "junit")
+FILES: Final = {"md": "report.md", "html": "report.html", "junit": "junit.xml"}
+_TEMPLATES: Final = {"md": "report.md.j2", "html": "report.html.j2", "junit": "junit.xml.j2"}
+MD_LIMIT: Final = 25  # rows per list in report.md (the HTML has them all)
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).resolve().parent / "templates")),
+        autoescape=lambda name: bool(name) and name.endswith((".html.j2", ".xml.j2")),
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+        trim_blocks=True, lstrip_blocks=True)
+    env.filters["md"] = md_cell
+    env.filters["short"] = lambda s, n=19: s if len(str(s)) <= n else str(s)[:n] + "…"
+    return env
+
+
+def md_cell(value: Any) -> str:
+    """Make a value safe inside a Markdown table cell."""
+    text = str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def load_report(path: str | Path) -> dict[str, Any]:
+    doc = load_path(Path(path))
+    if not isinstance(doc, dict) or doc.get("schema") != REPORT_SCHEMA:
+        raise InputError(path, "/schema", repr(REPORT_SCHEMA), "another document")
+    for key in ("verdict", "totals", "divergences", "candidate"):
+        if key not in doc:
+            raise InputError(path, f"/{key}", f"a required field {key!r}", "nothing")
+    return doc
+
+
+def context(report: Mapping[str, Any], *, evidence: Mapping[str, Any] | None = None,
+            previous: Mapping[str, Any] | None = None, warn_days: int = 30) -> dict[str, Any]:
+    """Everything the templates need, as plain sorted records."""
+    divs = list(report.get("divergences", []))
+    df = tables.divergence_frame(divs)
+    defects = tables.divergence_frame(list(report.get("legacy_defects", [])), prefix="ld")
+    cases = tables.cases_frame(report, df)
+    recs = tables._records(df)
+    by_case: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in sorted(recs, key=lambda r: (r["fixture"], r["surface"], r["rank"],
+                                         r["reason_code"], r["id"])):
+        by_case.setdefault((r["fixture"], r["surface"]), []).append(r)
+    fixtures: list[dict[str, Any]] = []
+    for rec in tables._records(cases):
+        if not fixtures or fixtures[-1]["fixture"] != rec["fixture"]:
+            fixtures.append({"fixture": rec["fixture"],
+                             "anchor": tables.fixture_anchor(rec["fixture"]), "cases": []})
+        fixtures[-1]["cases"].append({**rec, "divergences": by_case.get(
+            (rec["fixture"], rec["surface"]), [])})
+    blocking = [r for r in recs if r["severity"] == "blocking"]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in blocking:
+        groups.setdefault(r["reason_code"], []).append(r)
+    blocking_groups = [{"code": c, "meaning": codes.get(c).meaning, "nogo": codes.get(c).nogo,
+                        "anchor": tables.code_anchor(c), "items": items}
+                       for c, items in sorted(groups.items())]
+    sev_counts = [{"severity": s, "count": int((df["severity"] == s).sum())}
+                  for s in codes.SEVERITIES]
+    mat = tables.matrix(df)
+    used = sorted({*df["reason_code"], *defects["reason_code"]},
+                  key=lambda c: tables._CODE_ORDER.get(c, 10**6))
+    failing = int((cases["status"] == "fail").sum()) if not cases.empty else 0
+    return {
+        "report": report, "verdict": report.get("verdict", "?"),
+        "phase": report.get("phase", "?"), "generated_at": report.get("generated_at", ""),
+        "candidate": sorted((k, v) for k, v in report.get("candidate", {}).items()),
+        "totals": sorted(report.get("totals", {}).items()),
+        "blocking_reasons": list(report.get("blocking_reasons", [])),
+        "blocking_groups": blocking_groups, "blocking_count": len(blocking),
+        "severity_counts": sev_counts,
+        "surfaces": tables.surface_summary(cases, df), "matrix": mat,
+        "chart": Markup(svg.stacked_bars(mat)),  # built from escaped parts
+        "legacy_defects": tables._records(defects),
+        "waivers": tables.waiver_tables(report, warn_days),
+        "trend": tables.trend(previous, report),
+        "fixtures": fixtures, "cases": tables._records(cases),
+        "case_count": len(cases), "failing_cases": failing,
+        "evidence": tables.evidence_view(evidence),
+        "glossary": [{**codes.get(c).to_wire(), "anchor": tables.code_anchor(c)}
+                     for c in used],
+        "md_limit": MD_LIMIT,
+        "junit_suites": _junit_suites(fixtures),
+    }
+
+
+def _junit_suites(fixtures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    suites: dict[str, list[dict[str, Any]]] = {}
+    for fx in fixtures:
+        for case in fx["cases"]:
+            suites.setdefault(case["surface"].split(".", 1)[0], []).append(case)
+    out = []
+    for name, cases in sorted(suites.items()):
+        cases = sorted(cases, key=lambda c: (c["fixture"], c["surface"]))
+        out.append({"name": name, "cases": cases, "tests": len(cases),
+                    "failures": sum(1 for c in cases if c["status"] == "fail")})
+    return out
+
+
+def render(report: Mapping[str, Any], fmt: str, *, evidence: Mapping[str, Any] | None = None,
+           previous: Mapping[str, Any] | None = None, ctx: Mapping[str, Any] | None = None
+           ) -> str:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown report format {fmt!r}")
+    ctx = ctx if ctx is not None else context(report, evidence=evidence, previous=previous)
+    return _env().get_template(_TEMPLATES[fmt]).render(**ctx)
+
+
+def write(out: str | Path, report: Mapping[str, Any], *,
+          evidence: Mapping[str, Any] | None = None, previous: Mapping[str, Any] | None = None,
+          formats: Iterable[str] = FORMATS) -> list[Path]:
+    """Render ``formats`` into ``out``; returns the written paths in ``FORMATS`` order."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    ctx = context(report, evidence=evidence, previous=previous)
+    wanted = set(formats)
+    paths = []
+    for fmt in FORMATS:
+        if fmt in wanted:
+            p = out / FILES[fmt]
+            p.write_text(render(report, fmt, ctx=ctx), encoding="utf-8", newline="\n")
+            paths.append(p)
+    return paths
+
+
+def render_gate_md(gate: Mapping[str, Any]) -> str:
+    """``gate.md`` from ``gate.json`` (a :class:`shadow.gates.GateResult` on the wire)."""
+    return _env().get_template("gate.md.j2").render(gate=gate)
+
+
+def _resolve_report(path: str | Path) -> Path:
+    p = Path(path)
+    return p / "report.json" if p.is_dir() else p
+
+
+def rerender(report_path: str | Path, *, fmt: str = "all", previous: str | None = None,
+             out: str | Path | None = None) -> tuple[str, list[Path]]:
+    """``shadow report``: re-render ``fmt`` from a report.json (+ evidence.json beside it)."""
+    from shadow.run import render as render_json
+
+    src = _resolve_report(report_path)
+    report = load_report(src)
+    ev_path = src.parent / "evidence.json"
+    evidence = load_path(ev_path) if ev_path.is_file() else None
+    prev = load_report(_resolve_report(previous)) if previous else None
+    target = Path(out) if out is not None else src.parent
+    formats = FORMATS if fmt == "all" else tuple(f for f in (fmt,) if f in FORMATS)
+    paths = write(target, report, evidence=evidence, previous=prev, formats=formats)
+    if fmt in ("json", "all") and target.resolve() != src.parent.resolve():
+        j = target / "report.json"
+        j.write_text(render_json(report), encoding="utf-8", newline="\n")
+        paths.insert(0, j)
+    return str(report.get("verdict", "?")), paths
+
+
+def diff_files(old: str | Path, new: str | Path, *, fmt: str = "text") -> tuple[str, bool]:
+    """``shadow diff``: (rendered diff, whether NEW brings new blocking divergences)."""
+    import json
+
+    from shadow.reports.diff import diff_reports, render_text
+
+    d = diff_reports(load_report(_resolve_report(old)), load_report(_resolve_report(new)))
+    if fmt == "json":
+        text = json.dumps(d.to_wire(), sort_keys=True, indent=1, ensure_ascii=False)
+    elif fmt == "md":
+        text = _env().get_template("diff.md.j2").render(
+            d=d.to_wire(), limit=MD_LIMIT * 2).rstrip("\n")
+    else:
+        text = render_text(d)
+    return text, bool(d.regressions)
