@@ -6,7 +6,8 @@
   ``kernel.profiles``, overrides from the capture's ``options``), summarizes with the
   *recorded* provider answer (``shadow.recorded_provider``, the only way to get one)
   and returns a :class:`~shadow.projection.Projection`.  It reads a capture's options
-  and call structure, never its output.
+  and call structure, never its output.  Memory scenarios run every canonical memory
+  command through ``kernel.memory_kernel.MemoryKernel`` (``shadow.memory_candidate``).
 * :class:`RecordedCandidate` — a folder written by ``--record-candidate DIR`` (or by
   any other implementation of the design) in the documented projection format.
 
@@ -24,7 +25,7 @@ from typing import Any, Final, Protocol
 from kernel.errors import KernelError
 from kernel.profiles import auto_compact_tokens, resolve_profile
 from kernel.tokens import cjk_estimate
-from shadow import memory_model
+from shadow import memory_candidate
 from shadow.boundary import load_path
 from shadow.canonical import Canon, CanonItem, scope_id_of
 from shadow.errors import InputError, SideEffectError
@@ -93,7 +94,7 @@ class _Policy:
 
 
 class KernelCandidate:
-    """The live kernel (planner + recorded summarizer + memory reference model)."""
+    """The live kernel (planner + recorded summarizer + memory kernel)."""
 
     def __init__(self, plan_fn: PlanFn | None = None,
                  recordings: str | Path | None = None) -> None:
@@ -106,7 +107,7 @@ class KernelCandidate:
             "summarizer": "recorded provider answers (shadow.recorded_provider: "
                           + ("vcrpy cassettes" if recordings is not None else "captures")
                           + ")",
-            "memory": memory_model.MODEL_ID,
+            "memory": memory_candidate.IDENTITY,
             "policy": "shadow-policy/v1",
         }
 
@@ -115,7 +116,7 @@ class KernelCandidate:
                 siblings: Mapping[str, Capture]) -> Projection:
         name = base_name(capture.name)
         if canon.kind == "memory":
-            return memory_model.project(canon, capture.name)
+            return memory_candidate.project(canon, capture.name)
         if canon.kind == "ide":
             return self._ide(canon, capture)
         if name == "cli.jsonl-session":
