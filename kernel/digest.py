@@ -23,18 +23,27 @@ context-memory-kernel`` 0.1.1, Node v20.20.2, ICU 78.2), byte for byte
     * Object keys are ordered as the peer orders them: array-index keys
       (``"0"`` … ``"4294967294"`` in canonical decimal form) first in numeric order,
       then the other keys by ``localeCompare(other, "en")``. That collation is
-      reproduced exactly for keys drawn from the *portable key alphabet*: printable
-      ASCII (U+0020–U+007E) plus TAB, LF, VT, FF and CR. For those characters ICU's
-      root collation gives each character one collation element, so strings compare
-      first by the sequence of primary weights — whitespace, then
+      reproduced exactly (:mod:`kernel.collation`, proven against Node v20.20.2 /
+      ICU 78.2) for keys drawn from the *portable key alphabet*: printable ASCII
+      (U+0020–U+007E) plus TAB, LF, VT, FF and CR, and the non-ASCII alphabet of
+      :mod:`kernel.collation` — Latin-1 Supplement and Latin Extended-A, Greek and
+      Coptic, Cyrillic, CJK Symbols and Punctuation, the fullwidth forms U+FF01–U+FF5E
+      and the CJK Unified Ideographs U+4E00–U+9FFF (less a few characters that collate
+      like another one or contract). For ASCII, ICU's root collation gives each
+      character one collation element, so strings compare first by the sequence of
+      primary weights — whitespace, then
       ``_ - , ; : ! ? . ' " ( ) [ ] { } @ * / \\ & # % ` ^ + < = > | ~ $``, then digits,
       then letters case-insensitively — and then by case at the tertiary level
-      (lowercase before uppercase at the first difference). Distinct keys never tie.
-      The rule was checked against ``localeCompare`` on Node v20.20.2/ICU 78.2 (75,001
-      strings sorted identically) and against every object in the peer's
-      digest vectors. **Any other key** (non-ASCII letters, combining marks, ignorable
-      controls, emoji …) depends on ICU data and raises ``NonPortableValue`` naming the
-      key — never a silently different digest.
+      (lowercase before uppercase at the first difference); accents (``é``), expansions
+      (``ß``, ``æ``), other scripts (after Latin) and ideographs (after every script, in
+      radical-stroke order) follow ICU's three-level comparison. Distinct portable keys
+      never tie (the collation elements form a uniquely decodable code). The ASCII rule
+      was checked against ``localeCompare`` on Node v20.20.2/ICU 78.2 (75,001 strings
+      sorted identically) and against every object in the peer's digest vectors; the
+      wider alphabet by ``tests/kernel/test_collation.py``. **Any other key** (combining
+      marks, ignorable controls, Hangul, kana, emoji …) depends on ICU data we do not
+      carry and raises ``NonPortableValue`` naming the key — never a silently different
+      digest.
     * Numbers follow JavaScript: every number is an IEEE-754 double printed with
       ``Number#toString`` (``1e+21``, ``1e-7``, ``0.000001``, ``5e-324``; ``-0`` → ``0``).
       A Python int beyond 2**53 stands for its nearest double (as an integer literal in
@@ -65,6 +74,7 @@ from typing import Any, Final, Literal
 
 import rfc8785
 
+from kernel.collation import collation_key, is_collation_portable
 from kernel.errors import InvalidArgument, NonPortableValue
 
 try:
@@ -77,8 +87,8 @@ DEFAULT_DOMAIN: Final = "chainlesschain.context-memory/v1"
 DIGEST_PREFIX: Final = "sha256:"
 PROFILES: Final[tuple[Profile, ...]] = ("jcs", "peer")
 
-#: The peer profile's portable key alphabet in ICU root primary order. Letters are
-#: listed lowercase; each uppercase letter shares its primary weight.
+#: The ASCII part of the peer profile's portable key alphabet in ICU root primary order.
+#: Letters are listed lowercase; each uppercase letter shares its primary weight.
 PEER_KEY_PRIMARY_ORDER: Final = (
     "\t\n\x0b\x0c\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
 )
@@ -89,20 +99,9 @@ _MAX_ARRAY_INDEX: Final = 4294967294
 _FAST_FLOAT_MAX: Final = 4503599627370496.0  # 2**52: every float at or above is integral
 
 _PORTABLE_KEY = re.compile(r"[\t-\r -~]*")
+_IGNORABLE_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NOT_UTF16_ORDER_SAFE = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
-
-
-def _primary_table() -> dict[int, str]:
-    """Portable character -> one char whose code point ranks its ICU primary weight."""
-    table: dict[int, str] = {}
-    for rank, ch in enumerate(PEER_KEY_PRIMARY_ORDER):
-        table[ord(ch)] = table[ord(ch.upper())] = chr(0x21 + rank)
-    return table
-
-
-_PRIMARY: Final = _primary_table()
-_TERTIARY: Final = {code: "\x01" if chr(code).isupper() else "\x00" for code in _PRIMARY}
 
 
 class _Decline(Exception):
@@ -140,7 +139,13 @@ def digest_record(
 
 def peer_portable_key(key: str) -> bool:
     """True if the peer profile reproduces ``localeCompare("en")`` for ``key`` exactly."""
-    return _PORTABLE_KEY.fullmatch(key) is not None
+    if _PORTABLE_KEY.fullmatch(key) is not None:
+        return True
+    return (
+        not key.isascii()
+        and _IGNORABLE_CONTROL.search(key) is None
+        and is_collation_portable(key)
+    )
 
 
 def peer_key_order(keys: list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -360,6 +365,7 @@ def _peer_order(keys: tuple[Any, ...]) -> tuple[str, ...] | None:
     """Peer key order for one object's keys, or None if any key is not portable."""
     indices: list[str] = []
     others: list[str] = []
+    wide = False
     for key in keys:
         if type(key) is not str:
             return None
@@ -367,16 +373,34 @@ def _peer_order(keys: tuple[Any, ...]) -> tuple[str, ...] | None:
             indices.append(key)
         elif _PORTABLE_KEY.fullmatch(key):
             others.append(key)
+        elif peer_portable_key(key):
+            others.append(key)
+            wide = True
         else:
             return None
     indices.sort(key=int)
     others.sort(key=_collation_key)
+    if wide:
+        _refuse_ties(others)
     return (*indices, *others)
 
 
-def _collation_key(key: str) -> tuple[str, str]:
-    """ICU root (``en``) sort key for a portable key: primaries, then case bits."""
-    return key.translate(_PRIMARY), key.translate(_TERTIARY)
+#: ICU root (``en``) sort key of a portable key (:func:`kernel.collation.collation_key`).
+_collation_key: Final = collation_key
+
+
+def _refuse_ties(ordered: list[str]) -> None:
+    """Distinct portable keys never collate equal (``test_collation`` proves it); were
+    two to tie, their order would be the peer's enumeration order, not a function of the
+    keys — refuse rather than guess."""
+    keys = [_collation_key(key) for key in ordered]
+    for i in range(1, len(keys)):
+        if keys[i] == keys[i - 1]:  # pragma: no cover - unreachable, see the docstring
+            raise NonPortableValue(
+                f"object keys {_preview(ordered[i - 1])} and {_preview(ordered[i])} "
+                'collate as equal under localeCompare("en")',
+                details={"key": _preview(ordered[i]), "profile": "peer"},
+            )
 
 
 def _is_array_index(key: str) -> bool:
@@ -532,7 +556,8 @@ def _preview(text: str, limit: int = 40) -> str:
 def _non_portable_key(key: str, path: str) -> NonPortableValue:
     return NonPortableValue(
         f"object key {_preview(key)} at {path} is outside the peer profile's portable "
-        "key alphabet (printable ASCII, TAB, LF, VT, FF, CR): its order under the "
-        'peer\'s localeCompare("en") depends on ICU collation data',
+        "key alphabet (printable ASCII, TAB, LF, VT, FF, CR and the alphabet of "
+        "kernel.collation): its order under the peer's localeCompare(\"en\") depends "
+        "on ICU collation data",
         details={"path": path, "key": _preview(key), "profile": "peer"},
     )

@@ -9,7 +9,9 @@ the normalized wire dict with its ``digest``:
 * integers must be safe integers (``Number.isSafeInteger``: ``5.0`` is ``5``,
   ``true`` is not a number);
 * ``allowedSinks`` / ``tags`` / ``parentDigests`` / ``supersedes`` are sorted with the
-  peer's ``localeCompare("en")`` (:func:`peer_collation_key`);
+  peer's ``localeCompare("en")`` (:func:`peer_collation_key`, i.e.
+  :func:`kernel.collation.collation_key`: exact for ASCII, Latin-1, Latin Extended-A,
+  Greek, Cyrillic, CJK punctuation and ideographs; ``NonPortableValue`` for other text);
 * timestamps are normalised by :func:`kernel.timestamps.parse_timestamp`;
 * a supplied ``digest`` must be well-formed (``invalid_argument``) and equal to the
   recomputed one (``digest_mismatch``).
@@ -27,7 +29,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from kernel import digest as _digest
-from kernel.errors import DigestMismatch, InvalidArgument, NonPortableValue
+from kernel.collation import ASCII_PRIMARY, ASCII_TERTIARY
+from kernel.collation import collation_key as peer_collation_key
+from kernel.errors import DigestMismatch, InvalidArgument
 from kernel.timestamps import parse_timestamp
 
 __all__ = [
@@ -183,40 +187,12 @@ def kernel_value_digest(
 
 
 # --- peer collation (String#localeCompare(other, "en"), ICU root, tertiary strength) -----
-# Order of the ASCII characters with a primary weight; letters share one primary per case
-# pair (lower case first at the tertiary level).  C0 controls other than TAB..CR and DEL
-# are completely ignorable.  Generated from Node v20.20.2 / ICU 78.2 and checked against it.
-_ASCII_PRIMARY_ORDER: Final = "\t\n\x0b\x0c\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789"
-_PRIMARY_TABLE = bytearray(range(256))
-_TERTIARY_TABLE = bytearray(b"0" * 256)
-for _rank, _ch in enumerate(_ASCII_PRIMARY_ORDER):
-    _PRIMARY_TABLE[ord(_ch)] = 0x21 + _rank
-for _i, _lower in enumerate("abcdefghijklmnopqrstuvwxyz"):
-    _PRIMARY_TABLE[ord(_lower)] = _PRIMARY_TABLE[ord(_lower.upper())] = (
-        0x21 + len(_ASCII_PRIMARY_ORDER) + _i
-    )
-    _TERTIARY_TABLE[ord(_lower.upper())] = ord("1")
-_PRIMARY: Final = bytes(_PRIMARY_TABLE)
-_TERTIARY: Final = bytes(_TERTIARY_TABLE)
-_IGNORABLE: Final = bytes((*range(0x00, 0x09), *range(0x0E, 0x20), 0x7F))
-
-
-def peer_collation_key(text: str) -> bytes:
-    """Sort key equal to the peer's ``localeCompare(other, "en")`` order for ASCII text.
-
-    The key is the primary weights, a ``0x00`` separator, then the tertiary (case)
-    weights.  Strings that compare equal (they differ only in ignorable controls) get
-    equal keys, so a stable sort keeps their input order, as V8's stable sort does.
-    Non-ASCII text collates by ICU tables we do not reimplement: :class:`NonPortableValue`.
-    """
-    try:
-        raw = text.encode("ascii")
-    except UnicodeEncodeError:
-        raise NonPortableValue(
-            "ordering of non-ASCII text follows ICU collation tables; not portable",
-            details={"value": text[:64]},
-        ) from None
-    return raw.translate(_PRIMARY, _IGNORABLE) + b"\x00" + raw.translate(_TERTIARY, _IGNORABLE)
+# kernel.collation holds the ICU 78.2 root tables and their proof; ASCII sorts through its
+# translate-only fast path, the rest of the reproduced alphabet (Latin-1, Latin
+# Extended-A, Greek, Cyrillic, CJK punctuation, fullwidth forms, CJK ideographs) through
+# the general key, and anything else is NonPortableValue.
+_PRIMARY: Final = ASCII_PRIMARY
+_TERTIARY: Final = ASCII_TERTIARY
 
 
 def identifier_collation_key(identifier: str) -> bytes:

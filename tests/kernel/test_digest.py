@@ -451,7 +451,9 @@ def test_peer_strings_follow_json_stringify() -> None:
     assert D.digest("\ud83d\ude00", profile="peer") == D.digest("\U0001f600", profile="peer")
 
 
-@pytest.mark.parametrize("key", ["é", "e\u0301", "a\u0000", "\x01a", "ß", "\U0001f600", "中"])
+@pytest.mark.parametrize(
+    "key", ["\u30a2", "e\u0301", "a\u0000", "\x01a", "\u1e9e", "\U0001f600", "\uac00", "é\u0301"]
+)
 def test_peer_refuses_non_portable_keys_by_name(key: str) -> None:
     with pytest.raises(NonPortableValue) as info:
         D.digest({"ok": 1, "nested": {key: 1}}, profile="peer")
@@ -464,20 +466,20 @@ def test_peer_refuses_non_portable_keys_by_name(key: str) -> None:
 
 
 def test_peer_refusal_names_truncated_key() -> None:
-    key = "ü" * 100
+    key = "\u30a2" * 100
     with pytest.raises(NonPortableValue) as info:
         D.canonical_json({key: 1}, "peer")
-    assert info.value.details["key"] == json.dumps("ü" * 40) + "…"
+    assert info.value.details["key"] == json.dumps("\u30a2" * 40) + "…"
 
 
 def test_peer_real_fault_beats_non_portability() -> None:
     with pytest.raises(InvalidArgument) as info:
-        D.canonical_json({"é": 1, "z": math.nan}, "peer")
+        D.canonical_json({"\u30a2": 1, "z": math.nan}, "peer")
     assert not isinstance(info.value, NonPortableValue)
     with pytest.raises(InvalidArgument) as info:
-        D.canonical_json({"é": object()}, "peer")
+        D.canonical_json({"\u30a2": object()}, "peer")
     assert not isinstance(info.value, NonPortableValue)
-    assert info.value.details["path"] == "$.é"
+    assert info.value.details["path"] == "$.\u30a2"
 
 
 @pytest.mark.parametrize("value", [{1: 2}, {"a": {3}}, b"x", object(), [1, lambda: 0]])
@@ -490,5 +492,10 @@ def test_peer_refuses_non_json_values(value: Any) -> None:
 def test_peer_key_order_refuses_non_portable() -> None:
     assert D.peer_key_order(["b", "A", "a", "1"]) == ("1", "a", "A", "b")
     with pytest.raises(NonPortableValue):
-        D.peer_key_order(["b", "ä"])
+        D.peer_key_order(["b", "\u30a2"])
     assert D.peer_portable_key("a b\t~") and not D.peer_portable_key("a\x00")
+    # kernel.collation's alphabet (proven in tests/kernel/test_collation.py) is portable.
+    assert D.peer_key_order(["中", "b", "ß", "ä", "β", "A", "a", "ж"]) == (
+        "a", "A", "ä", "b", "ß", "β", "ж", "中"
+    )
+    assert not D.peer_portable_key("é\x00") and not D.peer_portable_key("\u00ad")

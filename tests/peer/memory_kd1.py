@@ -1,11 +1,13 @@
 """KD-1 for the memory vectors (``tests/vectors/peer/KNOWN_DIFFERENCES.md``, "memory").
 
 The peer sorts ``tags`` / ``allowedSinks`` / ``supersedes`` / ``parentDigests`` with ICU
-collation; for a set of two or more strings with non-ASCII text the kernel refuses
-with ``non_portable_value`` (:func:`kd1_non_ascii_collation` is the predicate).
+collation; for a set of two or more strings with text outside the reproduced alphabet
+(:mod:`tests.peer.kd1`: ASCII, Latin-1, Latin Extended-A, Greek, Cyrillic, CJK
+punctuation, fullwidth forms, CJK ideographs) the kernel refuses with
+``non_portable_value`` (:func:`kd1_non_portable_collation` is the predicate).
 
 Such a case is checked twice: (1) our documented outcome at the first step the
-predicate names; (2) a **structural replay** — every non-ASCII set entry replaced,
+predicate names; (2) a **structural replay** — every non-portable set entry replaced,
 in the inputs *and* in the peer's outputs, by the same ASCII stand-in
 (:func:`kd1_substitute`), the case run to the end, and results compared with set
 order and digests masked (:func:`mask`): the order of those sets, and so every digest
@@ -19,44 +21,40 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from tests.peer.kd1 import collation_portable, non_portable_set
+
 SETS = ("tags", "allowedSinks", "supersedes", "parentDigests")
 DIGEST_KEYS = ("digest", "recordDigest", "eventDigest")
 
 
-def _sorted_set(entry: Any) -> bool:
-    return (
-        isinstance(entry, list)
-        and len(entry) > 1
-        and all(isinstance(e, str) for e in entry)
-        and not all(e.isascii() for e in entry)
-    )
-
-
-def kd1_non_ascii_collation(value: Any) -> bool:
-    """KD-1 predicate: some sorted set in ``value`` has ≥ 2 strings, one non-ASCII."""
+def kd1_non_portable_collation(value: Any) -> bool:
+    """KD-1 predicate: some sorted set in ``value`` has ≥ 2 strings, one non-portable."""
     if isinstance(value, Mapping):
         return any(
-            (key in SETS and _sorted_set(entry)) or kd1_non_ascii_collation(entry)
+            (key in SETS and non_portable_set(entry)) or kd1_non_portable_collation(entry)
             for key, entry in value.items()
         )
     if isinstance(value, list):
-        return any(kd1_non_ascii_collation(v) for v in value)
+        return any(kd1_non_portable_collation(v) for v in value)
     return False
 
 
 def stand_in(text: str) -> str:
-    """The ASCII stand-in of a non-ASCII set entry (injective, identifier-safe)."""
+    """The ASCII stand-in of a non-portable set entry (injective, identifier-safe)."""
     return "kd1-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def kd1_substitute(value: Any) -> Any:
-    """``value`` with every non-ASCII string inside a sorted set replaced by its stand-in."""
+    """``value`` with every non-portable string inside a sorted set replaced by its
+    stand-in."""
     if isinstance(value, Mapping):
         out = {}
         for key, entry in value.items():
             if key in SETS and isinstance(entry, list):
                 out[key] = [
-                    stand_in(e) if isinstance(e, str) and not e.isascii() else kd1_substitute(e)
+                    stand_in(e)
+                    if isinstance(e, str) and not collation_portable(e)
+                    else kd1_substitute(e)
                     for e in entry
                 ]
             else:

@@ -25,7 +25,6 @@ import pytest
 
 from kernel.compaction_invariants import PEER_CODES
 from kernel.compaction_service import CompactionKernel
-from kernel.digest import peer_portable_key
 from shadow.compaction_harness import (
     ScriptedClock,
     ScriptedIds,
@@ -34,6 +33,7 @@ from shadow.compaction_harness import (
     seeded_port,
 )
 from tests.conftest import peer_cases, require_case
+from tests.peer.kd1 import portable_key
 
 FILE = "compaction-vectors.json"
 pytestmark = pytest.mark.peer
@@ -137,7 +137,7 @@ def documented_rule(case: dict[str, Any]) -> str | None:
     """The KNOWN_DIFFERENCES rule a case falls under, if any."""
     for step in case["steps"]:
         metadata = step.get("request", {}).get("metadata")
-        if any(not peer_portable_key(k) for k in _keys(metadata)):
+        if any(not portable_key(k) for k in _keys(metadata)):
             return "KD-C1"
     return None
 

@@ -47,7 +47,7 @@ from shadow.memory_methods import (
     record_states,
 )
 from tests.conftest import peer_cases, require_case
-from tests.peer.memory_kd1 import kd1_non_ascii_collation, kd1_substitute, mask
+from tests.peer.memory_kd1 import kd1_non_portable_collation, kd1_substitute, mask
 
 FILE = "deletion-vectors.json"
 pytestmark = pytest.mark.peer
@@ -137,7 +137,7 @@ def run_case(
             result = {"ok": True} if value is None else {"ok": True, "value": value}
         except KernelError as exc:
             if exc.code == "non_portable_value":
-                assert kd1_non_ascii_collation(step), f"non_portable_value outside KD-1: {exc}"
+                assert kd1_non_portable_collation(step), f"non_portable_value outside KD-1: {exc}"
                 return results, None, index
             result = {
                 "ok": False,
@@ -180,7 +180,7 @@ def test_deletion_vector_on_sqlite(case: dict[str, Any] | None, tmp_path: Path) 
     case = require_case(case, FILE)
     store = SqliteMemoryPort(tmp_path / "memory.sqlite3", name="in-memory-authority")
     try:
-        if kd1_non_ascii_collation(case["steps"]):
+        if kd1_non_portable_collation(case["steps"]):
             check_structure(case, store)
         else:
             check_case(case, *run_case(case, store))
@@ -220,7 +220,7 @@ def check_case(
 def test_deletion_vector_kd1_structure(case: dict[str, Any] | None) -> None:
     """KD-1 cases, replayed with ASCII stand-ins: equal up to set order and digests."""
     case = require_case(case, FILE)
-    if kd1_non_ascii_collation(case["steps"]):
+    if kd1_non_portable_collation(case["steps"]):
         check_structure(case)
 
 
@@ -244,5 +244,5 @@ def test_deletion_vector_counts() -> None:
     cases = [c.values[0] for c in peer_cases(FILE)]
     require_case(cases[0], FILE)
     stopped = [c["id"] for c in cases if run_case(c)[2] >= 0]
-    predicted = [c["id"] for c in cases if kd1_non_ascii_collation(c["steps"])]
+    predicted = [c["id"] for c in cases if kd1_non_portable_collation(c["steps"])]
     assert stopped == predicted

@@ -34,6 +34,7 @@ import pytest
 from kernel import digest as D
 from kernel.errors import InvalidArgument, NonPortableValue
 from tests.conftest import peer_cases, require_case
+from tests.peer.kd1 import portable_key
 
 NAME = "digest-vectors.json"
 pytestmark = pytest.mark.peer
@@ -69,7 +70,7 @@ def _keys(value: Any) -> list[str]:
 
 
 def _non_portable_keys(value: Any) -> list[str]:
-    return [k for k in _keys(value) if not D._is_array_index(k) and not D.peer_portable_key(k)]
+    return [k for k in _keys(value) if not D._is_array_index(k) and not portable_key(k)]
 
 
 def _check_accepted(value: Any, case: dict[str, Any]) -> str:

@@ -26,7 +26,7 @@ from kernel.memory import apply_memory_command, create_memory_candidate, merge_r
 from kernel.normalize import normalize_memory_record
 from kernel.timestamps import iso_to_epoch_ms
 from tests.conftest import peer_cases, require_case
-from tests.peer.memory_kd1 import kd1_non_ascii_collation, kd1_substitute, mask, reseal
+from tests.peer.memory_kd1 import kd1_non_portable_collation, kd1_substitute, mask, reseal
 
 FILE = "memory-vectors.json"
 pytestmark = pytest.mark.peer
@@ -78,7 +78,7 @@ def _kd1(result: dict[str, Any], given: Any) -> bool:
     """True when ``result`` is KD-1's documented outcome for input ``given``."""
     if result["ok"] or result["error"]["code"] != "non_portable_value":
         return False
-    assert kd1_non_ascii_collation(given), f"non_portable_value outside KD-1: {result}"
+    assert kd1_non_portable_collation(given), f"non_portable_value outside KD-1: {result}"
     return True
 
 
@@ -138,7 +138,7 @@ def test_memory_vector_counts() -> None:
     predicted = {
         c["id"]
         for c in cases
-        if kd1_non_ascii_collation(c["initial"]) or kd1_non_ascii_collation(c["steps"])
+        if kd1_non_portable_collation(c["initial"]) or kd1_non_portable_collation(c["steps"])
     }
     assert {i for i, o in outcomes.items() if o == "KD-1"} <= predicted
     assert len(outcomes) == len(cases)

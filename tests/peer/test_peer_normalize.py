@@ -20,6 +20,7 @@ from kernel.normalize import normalize_context_item, normalize_memory_record
 from kernel.normalize_batch import normalize_context_items
 from kernel.timestamps import parse_timestamp
 from tests.conftest import peer_cases, require_case
+from tests.peer.kd1 import non_portable_set
 
 DIGESTS = "digest-vectors.json"
 NORMALIZER_GROUPS = frozenset(
@@ -70,18 +71,12 @@ def _get(value: Any, path: tuple[str, ...]) -> Any:
     return value
 
 
-def kd1_non_ascii_collation(case: dict[str, Any]) -> bool:
-    """KD-1: a sorted set of two or more strings holds non-ASCII text."""
-    for path in _SORTED_SETS[case["normalizer"]]:
-        entries = _get(case["input"], path)
-        if (
-            isinstance(entries, list)
-            and len(entries) > 1
-            and all(isinstance(e, str) for e in entries)
-            and not all(e.isascii() for e in entries)
-        ):
-            return True
-    return False
+def kd1_non_portable_collation(case: dict[str, Any]) -> bool:
+    """KD-1: a sorted set of two or more strings holds text outside the reproduced
+    collation alphabet (:mod:`tests.peer.kd1`)."""
+    return any(
+        non_portable_set(_get(case["input"], path)) for path in _SORTED_SETS[case["normalizer"]]
+    )
 
 
 _DIGIT = re.compile(r"[0-9]")
@@ -128,7 +123,7 @@ def kd2_legacy_timestamp(case: dict[str, Any]) -> bool:
 
 
 def known_difference(case: dict[str, Any]) -> str | None:
-    if kd1_non_ascii_collation(case):
+    if kd1_non_portable_collation(case):
         return "KD-1"
     if kd2_legacy_timestamp(case):
         return "KD-2"
