@@ -27,6 +27,7 @@ WORKLOADS: dict[str, list[int]] = {
     "content_put": [1, 10, 100],
     "cas_race": [1_000],
     "recall_lexical": [1_000, 10_000, 100_000],
+    "deletion": [1, 100, 10_000],
 }
 
 # Peer P50 figures (ms) from the issue texts, measured on this machine kind.
@@ -42,6 +43,9 @@ PEER_FIGURES: dict[tuple[str, int], float] = {
     ("recall_lexical", 1_000): 38.0,
     ("recall_lexical", 10_000): 210.0,
     ("recall_lexical", 100_000): 2_225.0,
+    ("deletion", 1): 2.2,
+    ("deletion", 100): 49.0,
+    ("deletion", 10_000): 3_568.0,
 }
 
 
@@ -372,6 +376,13 @@ def _recall_lexical(n: int) -> tuple[Run, Extra]:
     return recall_lexical(n)
 
 
+def _deletion(n: int) -> tuple[Run, Extra]:
+    """Issue 5 deletion convergence (see ``benchmarks/deletion_bench.py``)."""
+    from benchmarks.deletion_bench import deletion
+
+    return deletion(n)
+
+
 def _shadow_compare(n: int) -> tuple[Run, Extra]:
     from benchmarks.shadow_bench import build_compare
 
@@ -392,6 +403,7 @@ BUILDERS: dict[str, Callable[[int], tuple[Run, Extra]]] = {
     "content_put": _content_put,
     "cas_race": _cas_race,
     "recall_lexical": _recall_lexical,
+    "deletion": _deletion,
 }
 
 

@@ -15,7 +15,13 @@ A deletion request binds subject, scope, selector, authority, request id and fen
 2. then every copy is purged: the content object (when the record had a
    ``contentRef``), then each :class:`~kernel.memory_ports.PurgePort` (indexes,
    embeddings, caches, replicas) in order;
-3. only when every copy answers ``purged`` is the ``purge`` transition committed.
+3. only when every copy answers ``purged`` is the ``purge`` transition committed,
+   together with the sealed operation (its receipt) in the same transaction.
+
+Each record is verified once: when it is read (the reducer re-verifies what the store
+hands back); the tombstone the reducer produced continues into the purge step as its
+own :class:`~kernel.memory.Transition`, and the stores verify what they are given
+(``docs/adr/0005-verified-record-memo.md``).
 
 The receipt lists every store — the authority first (``tombstoned`` / ``purged``),
 then one entry per copy — and its status is ``purged`` only when all of them are;
@@ -42,22 +48,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kernel.digest import digest
 from kernel.errors import InvalidArgument, RevisionConflict, ScopeDenied
-from kernel.memory import (
-    apply_memory_command,
-)
+from kernel.memory import Transition, clock_iso, transition_memory
 from kernel.memory_checks import (
     assert_scope,
     bounded_integer,
     bounded_string,
     identifier,
-    iso_now,
     js_falsy,
     known_fields,
     object_value,
 )
 from kernel.memory_ports import MemoryCommit, MemoryPort, PurgePort, json_copy
+from kernel.normalize import kernel_value_digest, keys_sort_canonically
 from kernel.ports import Clock, ContentPort, ContentRef, NewId, PurgeReceipt
 
 __all__ = [
@@ -149,6 +152,8 @@ def _js_string(value: Any) -> str:
 
 
 def _receipt_value(value: Any) -> dict[str, Any] | None:
+    if type(value) is dict:
+        return json_copy(value)
     if isinstance(value, PurgeReceipt):
         return {
             "store": value.store,
@@ -175,12 +180,25 @@ def _settle(store: str, run: Callable[[], Any]) -> dict[str, Any]:
     return {"store": store, "status": "pending", "error": {"code": _js_string(code)[:MAX_CODE]}}
 
 
-def _purge_copy(port: PurgePort, request: Mapping[str, Any]) -> Any:
-    return port.purge(json_copy(dict(request)))
+def _purge_request(operation: Mapping[str, Any]) -> dict[str, Any]:
+    """``{memoryId, fence, subject, selector, scope, scopeId?, evidenceRefs}``."""
+    request: dict[str, Any] = {
+        "memoryId": operation["memoryId"],
+        "fence": operation["fence"],
+        "subject": operation["subject"],
+        "selector": operation["selector"],
+        "scope": operation["scope"],
+    }
+    if operation.get("scopeId"):
+        request["scopeId"] = operation["scopeId"]
+    request["evidenceRefs"] = list(operation.get("evidenceRefs") or [])
+    return request
 
 
 def run_purge_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Purge every copy (content first, then each purge port, in order); never raises."""
+    """Purge every copy (content first, then each purge port, in order); never raises.
+    Each port gets its own copy of the request: what one port does with it cannot reach
+    the next."""
     entries: list[dict[str, Any]] = []
     ref = operation.get("contentRef")
     if ref:
@@ -191,19 +209,12 @@ def run_purge_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> lis
             return ctx.content.purge(ContentRef.from_wire(ref), operation["fence"])
 
         entries.append(_settle(str(ref["store"]), purge_content))
-    request: dict[str, Any] = {
-        "memoryId": operation["memoryId"],
-        "fence": operation["fence"],
-        "subject": operation["subject"],
-        "selector": operation["selector"],
-        "scope": operation["scope"],
-    }
-    if operation.get("scopeId"):
-        request["scopeId"] = operation["scopeId"]
-    request["evidenceRefs"] = json_copy(list(operation.get("evidenceRefs") or []))
+    if not ctx.purge_ports:
+        return entries
+    request = _purge_request(operation)
     for index, port in enumerate(ctx.purge_ports):
         name = str(getattr(port, "name", "") or f"projection-{index}")
-        entries.append(_settle(name, functools.partial(_purge_copy, port, request)))
+        entries.append(_settle(name, functools.partial(port.purge, json_copy(request))))
     return entries
 
 
@@ -213,7 +224,10 @@ def deletion_receipt(
     status: str,
     record: Mapping[str, Any],
     stores: Sequence[Mapping[str, Any]],
+    completed_at: str | None = None,
 ) -> dict[str, Any]:
+    """The ``DeletionReceipt``; ``completed_at`` is read from the clock when not given.
+    ``stores`` entries are taken as they are (the caller's own, never a port's)."""
     receipt: dict[str, Any] = {
         "schema": RECEIPT_SCHEMA,
         "schemaVersion": 1,
@@ -238,18 +252,65 @@ def deletion_receipt(
                 "status": "purged" if status == "purged" else "tombstoned",
                 "revision": record["revision"],
             },
-            *json_copy(list(stores)),
+            *stores,
         ],
         startedAt=operation["startedAt"],
-        completedAt=iso_now(ctx.clock),
+        completedAt=clock_iso(ctx.clock) if completed_at is None else completed_at,
     )
-    receipt["digest"] = digest(receipt, RECEIPT_DOMAIN, "peer")
+    receipt["digest"] = _receipt_digest(receipt)
     return receipt
 
 
+#: The receipt's own key sets (top level, a store entry, an error).
+_RECEIPT_KEYS_CANONICAL: Final = keys_sort_canonically(
+    (
+        frozenset(
+            {"schema", "schemaVersion", "requestId", "subject", "selector", "scope", "scopeId",
+             "memoryId", "fence", "authority", "status", "revision", "recordState",
+             "recordDigest", "stores", "startedAt", "completedAt"}
+        ),
+        frozenset({"store", "status", "revision", "receipt", "error"}),
+        frozenset({"code"}),
+    )
+)
+_SAFE_INT: Final = 2**53
+
+
+@functools.lru_cache(maxsize=256)
+def _keys_canonical(keys: tuple[Any, ...]) -> bool:
+    return all(type(key) is str for key in keys) and keys_sort_canonically((frozenset(keys),))
+
+
+def _flat_plain(value: Any) -> bool:
+    """A store's receipt the fast canonical path provably serialises as the peer does: a
+    flat object of strings, booleans, ``null`` and integers within ±2**53 whose keys sort
+    canonically."""
+    if type(value) is not dict:
+        return False
+    for item in value.values():
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int and -_SAFE_INT <= item <= _SAFE_INT:
+            continue
+        return False
+    return _keys_canonical(tuple(value))
+
+
+def _receipt_digest(receipt: Mapping[str, Any]) -> str:
+    """The receipt digest: the fast canonical path when every store's receipt is flat and
+    plain (the receipt's own fields are identifiers, states, digests, times and integers),
+    else the general peer canonicalisation."""
+    plain = _RECEIPT_KEYS_CANONICAL and all(
+        "receipt" not in entry or _flat_plain(entry["receipt"]) for entry in receipt["stores"]
+    )
+    return kernel_value_digest(receipt, RECEIPT_DOMAIN, "peer", plain)
+
+
 def _sealed(operation: Mapping[str, Any], receipt: Mapping[str, Any]) -> dict[str, Any]:
+    """The operation as stored once purged (the store copies it, with the receipt)."""
     sealed = {k: v for k, v in operation.items() if k not in ("contentRef", "evidenceRefs")}
-    sealed.update(state="purged", receipt=json_copy(dict(receipt)))
+    sealed.update(state="purged", receipt=receipt)
     return sealed
 
 
@@ -266,31 +327,47 @@ def _command(operation: Mapping[str, Any], kind: str, revision: int) -> dict[str
 
 
 def _purge_and_seal(
-    ctx: DeletionContext, operation: dict[str, Any], tombstone: Mapping[str, Any]
+    ctx: DeletionContext,
+    operation: dict[str, Any],
+    committed_tombstone: Transition | Mapping[str, Any],
 ) -> dict[str, Any]:
-    """Steps 2 and 3 over a committed tombstone; shared by delete and reconcile."""
+    """Steps 2 and 3 over a committed tombstone — the reducer's own :class:`Transition`
+    (delete), or a record read back from the store (reconcile; verified again by the
+    reducer); shared by delete and reconcile.
+
+    The purge commit stores the record's last version, its event and the sealed operation
+    (with its receipt) in one transaction.  The receipt's ``completedAt`` is read once,
+    after the purge transition, whichever receipt it ends up in (the clock is called as
+    often, and in the same order, as when the receipt was written after the commit)."""
+    tombstone = (
+        committed_tombstone.record
+        if isinstance(committed_tombstone, Transition)
+        else committed_tombstone
+    )
     stores = run_purge_targets(ctx, operation)
     operation["stores"] = stores
     if any(entry["status"] != "purged" for entry in stores):
         _advance(operation, "purge_pending")
         ctx.memory.put_reconciliation(operation)
         return deletion_receipt(ctx, operation, "partial", tombstone, stores)
-    purged = apply_memory_command(
-        tombstone,
+    purged, event = transition_memory(
+        committed_tombstone,
         _command(operation, "purge", tombstone["revision"]),
         clock=ctx.clock,
         new_id=ctx.new_id,
     )
+    completed_at = clock_iso(ctx.clock)
+    receipt = deletion_receipt(ctx, operation, "purged", purged, stores, completed_at)
     committed = ctx.memory.commit(
-        MemoryCommit(purged.record, purged.event, {**operation, "state": "purged"}),
-        tombstone["revision"],
+        MemoryCommit(purged, event, _sealed(operation, receipt)), tombstone["revision"]
     )
     if not committed.ok:
         _advance(operation, "commit_pending")
         ctx.memory.put_reconciliation(operation)
-        return deletion_receipt(ctx, operation, "reconciliation_required", tombstone, stores)
-    receipt = deletion_receipt(ctx, operation, "purged", purged.record, stores)
-    ctx.memory.put_reconciliation(_sealed(operation, receipt))
+        return deletion_receipt(
+            ctx, operation, "reconciliation_required", tombstone, stores, completed_at
+        )
+    _advance(operation, "purged")
     return receipt
 
 
@@ -306,7 +383,7 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
                 details={"requestId": request_id},
             )
         if existing.get("receipt"):
-            return json_copy(dict(existing["receipt"]))
+            return dict(existing["receipt"])  # the port's own copy
         return reconcile_deletion(ctx, request_id)
     current = ctx.memory.read(memory_id)
     if current is None:
@@ -323,21 +400,24 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
         )
     operation: dict[str, Any] = {
         **binding,
-        "contentRef": json_copy(current.get("contentRef")),
-        "evidenceRefs": json_copy(current["evidenceRefs"]),
+        # ``current`` is the port's fresh copy, read-only here; the port copies on write
+        "contentRef": current.get("contentRef"),
+        "evidenceRefs": current["evidenceRefs"],
         "state": "prepared",
         "stores": [],
-        "startedAt": iso_now(ctx.clock),
+        "startedAt": clock_iso(ctx.clock),
     }
-    deletion = apply_memory_command(
+    deletion = transition_memory(
         current,
         _command(operation, "delete", binding["expectedRevision"]),
         clock=ctx.clock,
         new_id=ctx.new_id,
     )
+    tombstone = deletion.record
+    # the operation is stored with the tombstone, in the same transaction
+    tombstoned = {**operation, "state": "tombstoned", "tombstoneRevision": tombstone["revision"]}
     committed = ctx.memory.commit(
-        MemoryCommit(deletion.record, deletion.event, {**operation, "state": "tombstoned"}),
-        current["revision"],
+        MemoryCommit(tombstone, deletion.event, tombstoned), current["revision"]
     )
     if not committed.ok:
         raise RevisionConflict(
@@ -349,9 +429,8 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
             },
         )
     _advance(operation, "tombstoned")
-    operation["tombstoneRevision"] = deletion.record["revision"]
-    ctx.memory.put_reconciliation(operation)
-    return _purge_and_seal(ctx, operation, deletion.record)
+    operation["tombstoneRevision"] = tombstone["revision"]
+    return _purge_and_seal(ctx, operation, deletion)
 
 
 def _report(request_id: str, status: str, reason: str | None = None) -> dict[str, Any]:
@@ -372,7 +451,7 @@ def reconcile_deletion(ctx: DeletionContext, request_id: str) -> dict[str, Any]:
     if operation is None:
         return _report(request_id, "not_found")
     if operation.get("receipt"):
-        return json_copy(dict(operation["receipt"]))
+        return dict(operation["receipt"])  # the port's own copy
     current = ctx.memory.read(operation["memoryId"])
     if current is None:
         return _report(request_id, "reconciliation_required", "tombstone_missing")
@@ -382,7 +461,7 @@ def reconcile_deletion(ctx: DeletionContext, request_id: str) -> dict[str, Any]:
         return receipt
     if current["state"] != "deleted" and current["revision"] == operation["expectedRevision"]:
         # an external restore brought the deleted version back: tombstone it again
-        deletion = apply_memory_command(
+        deletion = transition_memory(
             current,
             _command(operation, "delete", operation["expectedRevision"]),
             clock=ctx.clock,
@@ -394,7 +473,9 @@ def reconcile_deletion(ctx: DeletionContext, request_id: str) -> dict[str, Any]:
         )
         if not committed.ok:
             return _report(request_id, "reconciliation_required", "tombstone_commit_conflict")
-        current = deletion.record
+        if deletion.record.get("deletionFence") != operation["fence"]:  # pragma: no cover
+            return _report(request_id, "reconciliation_required", "tombstone_fence_mismatch")
+        return _purge_and_seal(ctx, operation, deletion)
     if current["state"] != "deleted" or current.get("deletionFence") != operation["fence"]:
         return _report(request_id, "reconciliation_required", "tombstone_fence_mismatch")
     return _purge_and_seal(ctx, operation, current)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 from kernel.digest import digest
 from kernel.errors import IllegalTransition, InvalidArgument, RevisionConflict, ScopeDenied
@@ -59,7 +59,19 @@ from kernel.memory_checks import (
     string_set,
     timestamp,
 )
-from kernel.normalize import contains_secret_material, normalize_memory_record
+from kernel.normalize import (
+    contains_secret_material,
+    kernel_value_digest,
+    keys_sort_canonically,
+    normalize_memory_record,
+)
+from kernel.normalize_memory import (
+    TOMBSTONE_SINK,
+    TOMBSTONE_SOURCE,
+    purged_record,
+    tombstone_record,
+    verified_memory_record,
+)
 from kernel.ports import Clock, NewId
 
 __all__ = [
@@ -68,11 +80,13 @@ __all__ = [
     "IllegalMemoryTransition",
     "MemoryMutation",
     "MergeResult",
+    "Transition",
     "apply_memory_command",
     "create_memory_candidate",
     "merge_replica_record",
     "next_state",
     "state_diagram",
+    "transition_memory",
 ]
 
 MACHINE_NAME: Final = "memory"
@@ -103,6 +117,26 @@ COMMAND_TARGETS: Final[Mapping[str, str]] = {
 }
 STATES: Final = tuple(TRANSITIONS)
 TOMBSTONE_STATES: Final = frozenset({"deleted", "purged"})
+#: Events and receipts hold only these keys (plus an event's caller ``fields``) and only
+#: strings, integers within ±2**53 and ``null``: when the keys sort canonically, their
+#: canonical JSON is the fast encoder's sorted-keys output (``kernel_value_digest``).
+_EVENT_KEYS_CANONICAL: Final = keys_sort_canonically(
+    (
+        frozenset(
+            {"schema", "eventId", "type", "memoryId", "fromState", "toState",
+             "previousRevision", "revision", "recordDigest", "at", "reason", "authority",
+             "successorMemoryId"}
+        ),
+    )
+)
+_RECEIPT_KEYS_CANONICAL: Final = keys_sort_canonically(
+    (
+        frozenset(
+            {"schema", "operation", "status", "memoryId", "previousRevision", "revision",
+             "storeRevision", "recordDigest", "eventDigest", "at"}
+        ),
+    )
+)
 #: States default recall may return (§9.4: expired/archived stop taking part).
 RECALLABLE_STATES: Final = frozenset({"active", "reinforced"})
 DEFAULT_CONFIDENCE_DELTA: Final = 0.05
@@ -111,8 +145,6 @@ EVENT_SCHEMA: Final = "chainlesschain.memory-event/v1"
 EVENT_DOMAIN: Final = "chainlesschain.memory-event/v1"
 RECEIPT_SCHEMA: Final = "chainlesschain.memory-receipt/v1"
 RECEIPT_DOMAIN: Final = "chainlesschain.memory-receipt/v1"
-TOMBSTONE_SOURCE: Final = "memory-tombstone"
-TOMBSTONE_SINK: Final = "kernel.tombstone"
 
 _PROPOSAL_FIELDS: Final = frozenset(
     {
@@ -189,6 +221,25 @@ def state_diagram() -> str:
             lines.append(f"    {source} --> {target}: {verbs[target]}")
     lines.append("    purged --> [*]")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- time
+
+_LAST_ISO: tuple[int | None, str] = (None, "")
+
+
+def clock_iso(clock: Clock) -> str:
+    """``iso_now(clock)`` — ``new Date(clock()).toISOString()``, one clock call — that
+    remembers its last conversion: a read in the same millisecond as the one before (the
+    common case when a deletion reads the clock four times) costs a comparison."""
+    global _LAST_ISO
+    epoch = clock()
+    last = _LAST_ISO
+    if type(epoch) is int and epoch == last[0]:
+        return last[1]
+    iso = iso_now(lambda: epoch)  # validates the value and converts it
+    _LAST_ISO = (epoch, iso)
+    return iso
 
 
 # --------------------------------------------------------------------------- candidates
@@ -272,7 +323,11 @@ class MemoryMutation:
 
 def tombstone(record: Mapping[str, Any], at: str, fence: str) -> dict[str, Any]:
     """The body-free record a deletion leaves: it keeps identity, scope, sensitivity,
-    retention and revision history, and points at the deleted version by digest."""
+    retention and revision history, and points at the deleted version by digest.
+
+    The reference construction: the reducer builds the same record directly in normal form
+    (:func:`kernel.normalize_memory.tombstone_record`), and a property test holds
+    ``normalize_memory_record`` of this function's output equal to it."""
     out = {
         key: value
         for key, value in record.items()
@@ -345,6 +400,45 @@ def apply_memory_command(
     caps what a ``reinforce`` may raise confidence to; ``None`` is the peer's cap of 1.
     """
     current = normalize_memory_record(record)
+    new, event, kind, at = _transition(current, command, clock, new_id, confidence_ceiling)
+    receipt = memory_receipt(kind, new, event, previous_revision=current["revision"], at=at)
+    return MemoryMutation(new, event, receipt)
+
+
+class Transition(NamedTuple):
+    """What :func:`transition_memory` produced: the new record (normal form, digest
+    computed) and its event."""
+
+    record: dict[str, Any]
+    event: dict[str, Any]
+
+
+def transition_memory(
+    record: Transition | Mapping[str, Any], command: Any, *, clock: Clock, new_id: NewId
+) -> Transition:
+    """:func:`apply_memory_command` without the ``MemoryReceipt``, for callers that write
+    their own receipt (deletion).  Same checks, same clock and id calls.
+
+    ``record`` is verified as :func:`apply_memory_command` verifies it — unless it is the
+    :class:`Transition` a previous call returned: that record was produced here and has not
+    crossed a boundary since, so it continues as is.  ``record`` is only read; the new
+    record may share nested values with it."""
+    if isinstance(record, Transition):
+        current: Mapping[str, Any] = record.record
+    else:
+        current = verified_memory_record(record)
+    new, event, _, _ = _transition(current, command, clock, new_id, None)
+    return Transition(new, event)
+
+
+def _transition(
+    current: Mapping[str, Any],
+    command: Any,
+    clock: Clock,
+    new_id: NewId,
+    confidence_ceiling: float | None,
+) -> tuple[dict[str, Any], dict[str, Any], str, str]:
+    """The reducer over a verified record: ``(record, event, command type, at)``."""
     cmd = object_value(command, "MemoryCommand")
     known_fields(cmd, _COMMAND_FIELDS, "MemoryCommand")
     expected = bounded_integer(cmd.get("expectedRevision"), "expectedRevision", 1)
@@ -359,26 +453,26 @@ def apply_memory_command(
         )
     kind = bounded_string(cmd.get("type"), "type", 1, 64)
     target = next_state(current["state"], kind)
-    at = iso_now(clock) if "at" not in cmd else timestamp(cmd["at"], "at")
-    nxt = {**current, "state": target, "updatedAt": at, "revision": current["revision"] + 1}
-    if kind == "reinforce":
-        _reinforce(current, cmd, nxt, confidence_ceiling)
-    elif kind == "supersede":
-        identifier(cmd.get("successorMemoryId"), "successorMemoryId")
-    elif kind == "delete":
-        nxt = tombstone(nxt, at, identifier(cmd.get("deletionFence"), "deletionFence"))
-        nxt.update(state=target, updatedAt=at)
+    at = clock_iso(clock) if "at" not in cmd else timestamp(cmd["at"], "at")
+    if kind == "delete":  # built in normal form (kernel.normalize_memory), digest computed
+        new = tombstone_record(
+            current, at=at, fence=identifier(cmd.get("deletionFence"), "deletionFence")
+        )
     elif kind == "purge":
         if identifier(cmd.get("deletionFence"), "deletionFence") != current.get("deletionFence"):
             raise RevisionConflict(
                 "purge fence does not match deletion tombstone",
                 details={"memoryId": current["memoryId"]},
             )
-        nxt["content"] = ""
-        for key in ("summary", "contentRef"):
-            nxt.pop(key, None)
-    nxt.pop("digest", None)
-    new = normalize_memory_record(nxt)
+        new = purged_record(current, at=at)
+    else:
+        nxt = {**current, "state": target, "updatedAt": at, "revision": current["revision"] + 1}
+        if kind == "reinforce":
+            _reinforce(current, cmd, nxt, confidence_ceiling)
+        elif kind == "supersede":
+            identifier(cmd.get("successorMemoryId"), "successorMemoryId")
+        nxt.pop("digest", None)
+        new = normalize_memory_record(nxt)
     event = memory_event(
         new,
         from_state=current["state"],
@@ -388,8 +482,7 @@ def apply_memory_command(
         type_=f"memory.{target}",
         extra=cmd,
     )
-    receipt = memory_receipt(kind, new, event, previous_revision=current["revision"], at=at)
-    return MemoryMutation(new, event, receipt)
+    return new, event, kind, at
 
 
 def memory_event(
@@ -424,8 +517,11 @@ def memory_event(
         event["authority"] = identifier(extra["authority"], "authority")
     if "successorMemoryId" in extra:
         event["successorMemoryId"] = identifier(extra["successorMemoryId"], "successorMemoryId")
-    event.update(fields or {})
-    event["digest"] = digest(event, EVENT_DOMAIN, "peer")
+    if fields:
+        event.update(fields)
+        event["digest"] = digest(event, EVENT_DOMAIN, "peer")
+    else:  # kernel-built keys and str / int / None values: the fast canonical path
+        event["digest"] = kernel_value_digest(event, EVENT_DOMAIN, "peer", _EVENT_KEYS_CANONICAL)
     return event
 
 
@@ -450,7 +546,9 @@ def memory_receipt(
     if store_revision is not None:
         receipt["storeRevision"] = store_revision
     receipt.update(recordDigest=record["digest"], eventDigest=event["digest"], at=at)
-    receipt["digest"] = digest(receipt, RECEIPT_DOMAIN, "peer")
+    receipt["digest"] = kernel_value_digest(
+        receipt, RECEIPT_DOMAIN, "peer", _RECEIPT_KEYS_CANONICAL
+    )
     return receipt
 
 

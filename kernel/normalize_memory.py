@@ -3,17 +3,37 @@
 Split out of :mod:`kernel.normalize` (whose scalar checks it uses); ``from
 kernel.normalize import normalize_memory_record`` keeps working.  See that module's
 docstring for the rules shared with ContextItems.
+
+**Verified-record memo.**  A record is verified each time it crosses a boundary (read
+from a port, handed to the reducer, committed to a port), and the same record often
+crosses several in one operation — a deletion's tombstone is produced by the reducer,
+committed, read back and purged.  Normalisation is a pure function of the JSON value, so
+the outcome for a value already verified in this process is known: the memo holds the
+SHA-256 of the compact JSON bytes of recent *outputs* (peer profile; at most
+``_MEMO_LIMIT`` entries, about 3.5 MB, cleared when full).  A value whose own bytes hash
+to a remembered output *is* that output — every field, every type (the serialiser refuses
+subclasses, prints ``1``, ``1.0`` and ``true`` differently, and an output never holds
+``null``, which is what a NaN would print as) and the digest it carries, which was checked
+or computed when that output was produced.  Any other value, a changed byte anywhere,
+takes the full path: field checks, secret scan, canonical digest, digest comparison.
+Nothing is skipped for a value that has not been verified exactly as it is
+(docs/adr/0005-verified-record-memo.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Mapping
 from typing import Any, Final
 
 from kernel import digest as _digest
 from kernel.errors import DigestMismatch, InvalidArgument
 from kernel.normalize import (
+    _CONTENT_REF_FIELDS,
     _MISSING,
+    _PROVENANCE_FIELDS,
+    _SOURCE_REF_FIELDS,
     MEMORY_RECORD_DOMAIN,
     MEMORY_STATES,
     RETENTION_MODES,
@@ -33,9 +53,23 @@ from kernel.normalize import (
     _string_set,
     _timestamp,
     kernel_value_digest,
+    keys_sort_canonically,
 )
 
-__all__ = ["contains_secret_material", "normalize_memory_record"]
+__all__ = [
+    "contains_secret_material",
+    "forget_verified_records",
+    "memory_record_blob",
+    "normalize_memory_record",
+    "purged_record",
+    "tombstone_record",
+    "verified_memory_record",
+]
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a declared dependency
+    _orjson = None  # type: ignore[assignment]
 
 _RETENTION_FIELDS: Final = frozenset({"mode", "expiresAt", "maxAgeDays", "legalHoldId"})
 _MEMORY_FIELDS: Final = frozenset(
@@ -67,7 +101,20 @@ _MEMORY_FIELDS: Final = frozenset(
         "deletionFence",
     }
 )
-_MEMORY_KEYS_CANONICAL: Final = False  # records hold floats (confidence): exact path
+#: Every dict a normalized MemoryRecord holds uses these key sets (all ASCII, byte order =
+#: peer order), so its canonical JSON is the encoder's sorted-keys output whenever its two
+#: floats are in the band both encoders print alike (:func:`_plain_number`).
+_MEMORY_KEYS_CANONICAL: Final = keys_sort_canonically(
+    (_MEMORY_FIELDS, _SOURCE_REF_FIELDS, _PROVENANCE_FIELDS, _CONTENT_REF_FIELDS,
+     _RETENTION_FIELDS)
+)
+_PLAIN_FLOAT_MAX: Final = 4503599627370496.0  # 2**52, as kernel.digest's fast paths
+
+
+def _plain_number(value: int | float) -> bool:
+    """An int, or a float printed identically by ECMAScript ``Number#toString`` and the
+    fast encoder (non-integral, ``1e-4 <= |x| < 2**52``: ``kernel.digest``'s own bound)."""
+    return type(value) is int or 1e-4 <= abs(value) < _PLAIN_FLOAT_MAX
 
 
 def _number(value: Any, field: str, lo: float = 0, hi: float = 1) -> int | float:
@@ -97,9 +144,32 @@ _SECRET_PATTERNS: Final = tuple(
 )
 
 
+#: Characters Python's ``re.IGNORECASE`` matches against an ASCII letter besides its two
+#: cases (``tests/kernel/test_memory_fastpaths.py`` enumerates every code point).
+_FOLD_TO_ASCII: Final = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
+
+
+def _may_hold_secret(folded: str) -> tuple[bool, ...]:
+    """Per pattern, a necessary condition on the folded text (a literal every match of
+    that pattern contains), so a pattern that cannot match is never run."""
+    assign = "=" in folded
+    colon = assign or ":" in folded
+    return (
+        "-----begin" in folded,
+        "bearer" in folded,
+        colon and ("api" in folded or "access" in folded or "client" in folded),
+        colon and "code" in folded,
+        assign and ("session" in folded or "auth" in folded),
+    )
+
+
 def contains_secret_material(content: str) -> bool:
     """The peer's secret-material detector (same patterns, JavaScript ``/iu`` semantics)."""
-    return any(p.search(content) is not None for p in _SECRET_PATTERNS)
+    folded = (content if content.isascii() else content.translate(_FOLD_TO_ASCII)).lower()
+    return any(
+        possible and pattern.search(content) is not None
+        for possible, pattern in zip(_may_hold_secret(folded), _SECRET_PATTERNS, strict=True)
+    )
 
 
 def _retention(raw: Any) -> dict[str, Any]:
@@ -128,8 +198,145 @@ def _evidence_refs(raw: Any) -> list[dict[str, Any]]:
     return [_source_ref(entry, f"evidenceRefs[{i}]") for i, entry in enumerate(raw)]
 
 
+_MEMO_LIMIT: Final = 32_768
+_VERIFIED: set[bytes] = set()
+
+
+def _memo_key(raw: Any) -> bytes | None:
+    """Compact JSON of ``raw`` when it is plain JSON data (no subclasses), else ``None``."""
+    if _orjson is None or type(raw) is not dict:
+        return None
+    try:
+        return _orjson.dumps(raw, option=_orjson.OPT_PASSTHROUGH_SUBCLASS)
+    except TypeError:  # JSONEncodeError: a subclass, a lone surrogate, a huge int, …
+        return None
+
+
+def _seen(blob: bytes) -> bool:
+    return hashlib.sha256(blob).digest() in _VERIFIED
+
+
+def _remember(out: dict[str, Any]) -> bytes | None:
+    blob = _memo_key(out)
+    if blob is not None:
+        if len(_VERIFIED) >= _MEMO_LIMIT:
+            _VERIFIED.clear()
+        _VERIFIED.add(hashlib.sha256(blob).digest())
+    return blob
+
+
+def forget_verified_records() -> None:
+    """Empty the memo (benchmarks measuring the cold path; tests)."""
+    _VERIFIED.clear()
+
+
 def normalize_memory_record(raw: Any, *, profile: _digest.Profile = "peer") -> dict[str, Any]:
-    """The peer's ``normalizeMemoryRecord``: validated wire dict with ``digest``."""
+    """The peer's ``normalizeMemoryRecord``: validated wire dict with ``digest`` (a new
+    object; the caller owns it)."""
+    if profile != "peer":
+        return _normalize(raw, profile)
+    blob = _memo_key(raw)
+    if blob is not None and _seen(blob):
+        out: dict[str, Any] = _orjson.loads(blob)
+        return out
+    out = _normalize(raw, profile)
+    _remember(out)
+    return out
+
+
+def verified_memory_record(raw: Any) -> Mapping[str, Any]:
+    """``normalize_memory_record(raw)`` for a caller that only reads the result: on a memo
+    hit ``raw`` itself (it *is* the normalized record), otherwise the new normalized
+    record.  Never mutate or keep what it returns."""
+    blob = _memo_key(raw)
+    if blob is not None and _seen(blob):
+        verified: Mapping[str, Any] = raw
+        return verified
+    out = _normalize(raw, "peer")
+    _remember(out)
+    return out
+
+
+def memory_record_blob(raw: Any) -> tuple[bytes, Mapping[str, Any]]:
+    """``normalize_memory_record(raw)`` as compact JSON bytes (what a store keeps), and a
+    mapping to read the normalized fields from — ``raw`` itself when it already was a
+    verified record, so nothing is parsed; never store that mapping."""
+    blob = _memo_key(raw)
+    if blob is not None and _seen(blob):
+        return blob, raw
+    out = _normalize(raw, "peer")
+    blob = _remember(out)
+    if blob is None:  # pragma: no cover - only without orjson
+        import json
+
+        blob = json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return blob, out
+
+
+# --- records the reducer derives from a verified record -------------------------------------
+#
+# A deletion turns a verified record into its tombstone and the tombstone into its purged
+# version.  Both are built here directly in normal form: every field is either copied from
+# the verified input, a constant of the design (tombstone provenance, sink, zeroed scores),
+# or checked with the normalizer's own check (time, fence, revision); then the canonical
+# digest is computed.  ``tests/kernel/test_memory_fastpaths.py`` holds both equal to
+# normalizing the slow construction (``kernel.memory.tombstone``) on generated records.
+
+TOMBSTONE_SOURCE: Final = "memory-tombstone"
+TOMBSTONE_SINK: Final = "kernel.tombstone"
+
+
+def _sealed_record(out: dict[str, Any], memory_id: str) -> dict[str, Any]:
+    out["revision"] = _integer(out["revision"], "revision", 1)
+    plain = _MEMORY_KEYS_CANONICAL  # scores are ints 0 (tombstone) or copied: checked below
+    if plain:
+        plain = _plain_number(out["confidence"]) and _plain_number(out["importance"])
+    out["digest"] = kernel_value_digest(out, MEMORY_RECORD_DOMAIN, "peer", plain)
+    _remember(out)
+    return out
+
+
+def tombstone_record(current: Mapping[str, Any], *, at: str, fence: str) -> dict[str, Any]:
+    """``normalize_memory_record`` of the tombstone of ``current`` (a normalized record,
+    peer profile): state ``deleted``, revision + 1, updated ``at``, body-free, ``fence``."""
+    memory_id = current["memoryId"]
+    at = _timestamp(at, "updatedAt")
+    out: dict[str, Any] = {"schemaVersion": 1, "memoryId": memory_id, "scope": current["scope"]}
+    if "scopeId" in current:
+        out["scopeId"] = current["scopeId"]
+    out.update(
+        category="deleted",
+        content="",
+        provenance={"source": TOMBSTONE_SOURCE, "observedAt": at},
+        evidenceRefs=[{"store": TOMBSTONE_SOURCE, "id": memory_id, "digest": current["digest"]}],
+        confidence=0,
+        importance=0,
+        tags=[],
+        sensitivity=current["sensitivity"],
+        allowedSinks=[TOMBSTONE_SINK],
+        state="deleted",
+        retentionPolicy=dict(current["retentionPolicy"]),
+        createdAt=current["createdAt"],
+        updatedAt=at,
+        accessCount=0,
+        revision=current["revision"] + 1,
+        deletionFence=_identifier(fence, "deletionFence"),
+    )
+    return _sealed_record(out, memory_id)
+
+
+def purged_record(tombstone: Mapping[str, Any], *, at: str) -> dict[str, Any]:
+    """``normalize_memory_record`` of the purged version of ``tombstone`` (a normalized
+    ``deleted`` record, peer profile): state ``purged``, revision + 1, updated ``at``.
+    The result shares its nested values with ``tombstone``: pass a record you own."""
+    out = {key: value for key, value in tombstone.items() if key != "digest"}
+    out.update(
+        state="purged", updatedAt=_timestamp(at, "updatedAt"), revision=tombstone["revision"] + 1
+    )
+    return _sealed_record(out, out["memoryId"])
+
+
+def _normalize(raw: Any, profile: _digest.Profile) -> dict[str, Any]:
     value = _object(raw, "MemoryRecord")
     _known(value, _MEMORY_FIELDS, "MemoryRecord")
     get = value.get
@@ -187,7 +394,12 @@ def normalize_memory_record(raw: Any, *, profile: _digest.Profile = "peer") -> d
     out["revision"] = _integer(get("revision"), "revision", 1)
     if "deletionFence" in value:
         out["deletionFence"] = _identifier(value["deletionFence"], "deletionFence")
-    digest = kernel_value_digest(out, MEMORY_RECORD_DOMAIN, profile, _MEMORY_KEYS_CANONICAL)
+    plain = (
+        _MEMORY_KEYS_CANONICAL
+        and _plain_number(out["confidence"])
+        and _plain_number(out["importance"])
+    )
+    digest = kernel_value_digest(out, MEMORY_RECORD_DOMAIN, profile, plain)
     supplied = get("digest", _MISSING)
     if supplied is not _MISSING and _digest_value(supplied) != digest:
         raise DigestMismatch(

@@ -86,6 +86,7 @@ __all__ = [
     "index_record",
     "js_to_fixed",
     "lexical_relevance",
+    "normalize_recall_record",
     "parse_recall_request",
     "rank_memory_records",
     "recall_memory",
@@ -203,6 +204,13 @@ def _normalize(raw: Any) -> dict[str, Any]:
         )
     record["digest"] = supplied
     return record
+
+
+def normalize_recall_record(raw: Any) -> dict[str, Any]:
+    """A record as :func:`rank_memory_records` accepts it: ``normalize_memory_record``,
+    except that a non-ASCII ``tags`` / ``allowedSinks`` order bound by the supplied digest
+    is kept (KD-R1).  For shells that seed a read-only recall store."""
+    return _normalize(raw)
 
 
 def _non_ascii_set(value: Any) -> bool:

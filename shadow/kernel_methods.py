@@ -8,6 +8,10 @@ legacy JSONL transcripts on disk, opened by this shell), plus the injected
 clock, ids and a scripted summarizer.  The format is documented, with examples,
 in ``docs/kernel-rpc.md``; kernel errors become ``{"error": …}`` in
 ``kernel_rpc``, and compaction errors also carry ``compactionLifecycle``.
+
+``reconcile`` serves both operations that have one: params carrying memory state
+(``memory`` / ``memoryStore``) resume a memory deletion
+(:func:`shadow.memory_methods.reconcile_memory`); otherwise it settles a compaction.
 """
 
 from __future__ import annotations
@@ -178,7 +182,10 @@ def _store(
     """The port a call runs on and the session id it was seeded with (if any)."""
     has_seed, has_store = "session" in params, "sessionStore" in params
     if has_seed == has_store:
-        raise InputError(_where(method), "", "exactly one of session, sessionStore",
+        raise InputError(_where(method), "",
+                         "exactly one of session, sessionStore"
+                         + (" (or memory / memoryStore: a memory deletion)"
+                            if method == "reconcile" else ""),
                          "both" if has_seed else "neither")
     if has_seed:
         seed = _seed(params["session"], method)
@@ -279,6 +286,15 @@ def _compact_context(params: Any) -> dict[str, Any]:
 
 def _reconcile(params: Any) -> dict[str, Any]:
     method = "reconcile"
+    from shadow import memory_methods  # the memory side of ``reconcile``
+
+    if memory_methods.carries_memory_state(params):
+        both = sorted({"session", "sessionStore", "profile"} & set(params))
+        if both:
+            raise InputError(_where(method), f"/{both[0]}",
+                             "memory deletion params (memory or memoryStore) without "
+                             "compaction params", "both")
+        return memory_methods.reconcile_memory(params)
     p = _object(params, method, "")
     _only(p, _RECONCILE_FIELDS, method)
     if "operationId" not in p:

@@ -1,10 +1,13 @@
 """Memory methods of ``shadow kernel call|batch`` and the test doubles they share with
 the peer conformance tests (``deletion-vectors.json`` README).
 
-Methods (registered in :mod:`shadow.kernel_rpc`): ``propose_memory``,
-``decide_memory``, ``delete_memory``, ``reconcile_memory``.  A JSON call is
-stateless, so each request carries the state it runs on, as the vectors' harness
-does (format and examples in ``docs/memory.md``):
+Methods (registered in :mod:`shadow.kernel_rpc`): ``recall_memory``,
+``propose_memory``, ``decide_memory``, ``delete_memory`` and ``reconcile_memory`` —
+also reachable as ``reconcile``, which :mod:`shadow.kernel_methods` hands over here
+whenever its params carry memory state (``memory`` / ``memoryStore``,
+:func:`carries_memory_state`).  A JSON call is stateless, so each request carries the
+state it runs on, as the vectors' harness does (format and examples in
+``docs/memory.md`` and ``docs/kernel-rpc.md``):
 
 ``memory``
     the in-memory store: ``{records, events, reconciliations, storeRevision}``
@@ -24,6 +27,12 @@ does (format and examples in ``docs/memory.md``):
     policy}]}`` puts objects into a content store first.
 
 Each answers ``{value, memoryAfter, uuidsConsumed, purgeCalls, recordStates}``.
+
+``recall_memory`` reads only: ``{memory | memoryStore, request, profile?, index?, mode?}``
+→ ``{value, path, degraded}`` where ``value`` is the peer's ``MemoryRecallResult`` plus
+``memoryRevision`` (``MemoryKernel.recall_memory``).  A ``memory`` seed is loaded into a
+read-only store whose records are checked as ``rankMemoryRecords`` checks them
+(:func:`kernel.recall.normalize_recall_record`).
 """
 
 from __future__ import annotations
@@ -40,8 +49,15 @@ from typing import Any, Final
 from kernel.adapters.memory_store_memory import InMemoryMemoryPort
 from kernel.adapters.sqlite_memory import SqliteMemoryPort
 from kernel.memory_kernel import AuthorityRegistry, MemoryKernel
-from kernel.memory_ports import CommitResult, MemoryCommit, MemoryPort, PurgePort
+from kernel.memory_ports import CommitResult, MemoryCommit, MemoryPort, PurgePort, json_copy
 from kernel.ports import ContentRef
+from kernel.recall import (
+    RecallProfile,
+    RecordIndex,
+    build_index,
+    normalize_recall_record,
+    recall_memory,
+)
 from kernel.timestamps import iso_to_epoch_ms
 from shadow.compaction_harness import ScriptedIds
 from shadow.errors import InputError
@@ -242,7 +258,75 @@ def authority_registry(
     return registry, spec.get("writer")
 
 
+class RecallSnapshotPort:
+    """A read-only MemoryPort over a ``memory`` seed (``{records, storeRevision?}``) for
+    ``recall_memory``: records checked as ``rankMemoryRecords`` checks them, then copied
+    out on every read; any write is refused."""
+
+    def __init__(self, snapshot: Mapping[str, Any], *, name: str = "in-memory-authority"):
+        records = [normalize_recall_record(r) for r in snapshot.get("records") or ()]
+        self._name = name
+        self._records = {r["memoryId"]: r for r in records}
+        revision = snapshot.get("storeRevision", len(self._records))
+        if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
+            raise InputError("<recall_memory params>", "/memory/storeRevision",
+                             "an integer >= 0", type(revision).__name__)
+        self._revision = revision
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def read(self, memory_id: str) -> dict[str, Any] | None:
+        record = self._records.get(memory_id)
+        return json_copy(record) if record is not None else None
+
+    def commit(self, commit: MemoryCommit, expected_revision: int) -> CommitResult:
+        raise InputError("<recall_memory params>", "", "a read-only recall", "a write")
+
+    def store_revision(self) -> int:
+        return self._revision
+
+    def list_scope(
+        self, scope: str, scope_id: str | None, states: frozenset[str] | None = None
+    ) -> list[dict[str, Any]]:
+        return [
+            json_copy(r)
+            for _, r in sorted(self._records.items())
+            if r["scope"] == scope
+            and r.get("scopeId") == scope_id
+            and (states is None or r["state"] in states)
+        ]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [json_copy(r) for _, r in sorted(self._records.items())]
+
+    def changes(self, since: int = 0) -> list[tuple[int, dict[str, Any]]]:
+        return []  # the seed summarises history; an index is built from records()
+
+    def events(self, memory_id: str | None = None) -> list[dict[str, Any]]:
+        return []
+
+    def get_reconciliation(self, request_id: str) -> dict[str, Any] | None:
+        return None
+
+    def put_reconciliation(self, operation: Mapping[str, Any]) -> None:
+        raise InputError("<recall_memory params>", "", "a read-only recall", "a write")
+
+    def reconciliations(self) -> dict[str, dict[str, Any]]:
+        return {}
+
+
 # ----------------------------------------------------------------------------- methods
+
+_MEMORY_STATE: Final = frozenset({"memory", "memoryStore"})
+
+
+def carries_memory_state(params: Any) -> bool:
+    """``reconcile`` params meant for memory deletion (they hold ``memory`` or
+    ``memoryStore``) rather than for compaction (``session`` / ``sessionStore``)."""
+    return isinstance(params, dict) and not _MEMORY_STATE.isdisjoint(params)
+
 
 _COMMON: Final = frozenset(
     {
@@ -299,6 +383,84 @@ def _store(p: Mapping[str, Any], method: str) -> Iterator[MemoryPort]:
     if not isinstance(memory, dict):
         raise _fail(method, "/memory", "a JSON object", memory)
     yield InMemoryMemoryPort.from_snapshot(memory)
+
+
+_RECALL_FIELDS: Final = frozenset({"memory", "memoryStore", "request", "profile", "index", "mode"})
+
+
+def _recall(params: Any) -> dict[str, Any]:
+    """``recall_memory``: the recall pipeline over the seeded or opened store."""
+    method = "recall_memory"
+    if not isinstance(params, dict):
+        raise _fail(method, "", "a JSON object", params)
+    unknown = sorted(set(params) - _RECALL_FIELDS)
+    if unknown:
+        raise InputError(
+            f"<{method} params>", f"/{unknown[0]}", f"only {sorted(_RECALL_FIELDS)}",
+            "an unknown field",
+        )
+    if "request" not in params:
+        raise InputError(f"<{method} params>", "/request", "a MemoryRecallRequest", "nothing")
+    profile: RecallProfile
+    if params.get("profile", "peer") == "peer":
+        profile = "peer"
+    elif params["profile"] == "canonical":
+        profile = "canonical"
+    else:
+        raise InputError(f"<{method} params>", "/profile", '"peer" or "canonical"',
+                         repr(params["profile"]))
+    use_index = params.get("index", False)
+    if not isinstance(use_index, bool):
+        raise _fail(method, "/index", "a boolean", use_index)
+    if "memory" in params and "memoryStore" not in params:
+        memory = params["memory"]
+        if not isinstance(memory, dict):
+            raise _fail(method, "/memory", "a JSON object", memory)
+        seeded: contextlib.AbstractContextManager[MemoryPort] = contextlib.nullcontext(
+            RecallSnapshotPort(memory)
+        )
+    else:
+        seeded = _store(params, method)
+    with seeded as port:
+        outcome: list[Any] = []
+
+        def run(store: MemoryPort, request: Mapping[str, Any]) -> Mapping[str, Any]:
+            holder = None
+            if use_index:  # the analyzer of the profile: the peer's, or the kernel's own
+                holder = RecordIndex(
+                    profile, build_index(store.records(), profile, store.store_revision())
+                )
+            result = recall_memory(store, request, index=holder, profile=profile)
+            outcome.append(result)
+            return result.result
+
+        kernel = MemoryKernel(
+            memory_port=port,
+            clock=_no_clock,
+            new_id=_no_id,
+            mode=str(params.get("mode", "canonical")),
+            recall=run,
+        )
+        value = kernel.recall_memory(copy.deepcopy(params["request"]))
+        degraded = outcome[-1].degraded
+        return {
+            "value": value,
+            "path": outcome[-1].path,
+            "degraded": None if degraded is None else degraded.to_wire(),
+        }
+
+
+def _no_clock() -> int:  # recall reads no clock: the request carries ``now``
+    raise RuntimeError("recall_memory must not read the clock")
+
+
+def _no_id() -> str:
+    raise RuntimeError("recall_memory must not draw ids")
+
+
+def reconcile_memory(params: Any) -> dict[str, Any]:
+    """``reconcile`` / ``reconcile_memory``: resume a memory deletion by its request id."""
+    return _call("reconcile_memory", params)
 
 
 def _call(method: str, params: Any) -> dict[str, Any]:
@@ -375,6 +537,7 @@ def _method(name: str) -> Callable[[Any], dict[str, Any]]:
 
 for _name in _ARGUMENT:
     register(_name, _method(_name))
+register("recall_memory", _recall)
 
 __all__ = [
     "FailingCommits",
@@ -382,9 +545,12 @@ __all__ = [
     "PeerContentPort",
     "ProjectionPurgePort",
     "PurgeFailure",
+    "RecallSnapshotPort",
     "ScriptedPurgePort",
     "authority_registry",
+    "carries_memory_state",
     "memory_after",
     "purge_ports",
+    "reconcile_memory",
     "record_states",
 ]

@@ -3,19 +3,79 @@
 The same behaviour as the peer's ``InMemoryMemoryPort`` (name ``in-memory-authority``;
 every seeded record and every commit advances the store revision by one), plus the
 change feed and scope listing of :class:`kernel.memory_ports.MemoryPort`.  Values are
-deep-copied in and out, so callers never share state with the store.
+copied in and out, so callers never share state with the store: records are kept as the
+compact JSON of their normalized form (immutable bytes, verified on the way in by
+:func:`kernel.normalize_memory.memory_record_blob`; the change feed shares them) and
+parsed afresh on every read; events and operations are kept as compact JSON too when
+that round-trips exactly (otherwise deep-copied).  Records are indexed by id and by
+scope, so a commit or a read never scans the store.
 ``drop`` / ``restore`` are test hooks simulating an external actor (a record lost, a
 backup restored); they bypass the CAS and do not advance the store revision.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from kernel.errors import InvalidArgument
 from kernel.memory_ports import CommitResult, MemoryCommit, json_copy
-from kernel.normalize import normalize_memory_record
+from kernel.normalize_memory import memory_record_blob
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a declared dependency
+    orjson = None  # type: ignore[assignment]
+_loads: Any = orjson.loads if orjson is not None else json.loads
+
+
+def _freeze(value: Mapping[str, Any]) -> bytes | dict[str, Any]:
+    """A private copy of a JSON mapping: its compact JSON, or a deep copy when the JSON
+    would not give the value back.  Of the serialiser's silent changes (it refuses
+    subclasses, dataclasses and datetimes here) a tuple becomes an array — a JSON array
+    either way, as in the SQLite adapter — and NaN/±Infinity become ``null``: so a blob
+    without ``null`` is taken as is, and one with ``null`` only if it parses back equal."""
+    plain = value if type(value) is dict else dict(value)
+    if orjson is not None:
+        try:
+            blob = orjson.dumps(
+                plain,
+                option=orjson.OPT_PASSTHROUGH_SUBCLASS
+                | orjson.OPT_PASSTHROUGH_DATACLASS
+                | orjson.OPT_PASSTHROUGH_DATETIME,
+            )
+        except TypeError:
+            pass
+        else:
+            if b"null" not in blob or orjson.loads(blob) == plain:
+                return blob
+    return json_copy(plain)
+
+
+def _thaw(stored: bytes | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(stored, bytes):
+        value: dict[str, Any] = _loads(stored)
+        return value
+    return json_copy(stored)
+
+
+#: One record as the store keeps it: ``(blob, revision, (scope, scopeId), state)`` — a
+#: plain tuple of atomic values, which the cyclic garbage collector stops tracking.
+_Stored = tuple[bytes, int, tuple[str, "str | None"], str]
+_BLOB: Final = 0
+_REVISION: Final = 1
+_SCOPE: Final = 2
+_STATE: Final = 3
+
+
+def _stored(blob: bytes, record: Mapping[str, Any]) -> _Stored:
+    return (blob, record["revision"], (record["scope"], record.get("scopeId")), record["state"])
+
+
+def _load(stored: _Stored) -> dict[str, Any]:
+    record: dict[str, Any] = _loads(stored[_BLOB])
+    return record
 
 
 class InMemoryMemoryPort:
@@ -23,10 +83,11 @@ class InMemoryMemoryPort:
         self, seed: Iterable[Mapping[str, Any]] = (), *, name: str = "in-memory-authority"
     ):
         self._name = name
-        self._records: dict[str, dict[str, Any]] = {}
-        self._events: list[dict[str, Any]] = []
-        self._reconciliations: dict[str, dict[str, Any]] = {}
-        self._changes: list[tuple[int, dict[str, Any]]] = []
+        self._records: dict[str, _Stored] = {}
+        self._by_scope: dict[tuple[str, str | None], set[str]] = {}
+        self._events: list[tuple[str | None, bytes | dict[str, Any]]] = []
+        self._reconciliations: dict[str, bytes | dict[str, Any]] = {}
+        self._changes: list[tuple[int, _Stored]] = []
         self._revision = 0
         self.seed(seed)
 
@@ -37,35 +98,53 @@ class InMemoryMemoryPort:
     def seed(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Preload records (normalized; each counts as one store revision)."""
         for raw in records:
-            record = normalize_memory_record(raw)
-            self._records[record["memoryId"]] = record
+            stored = self._place(raw)
             self._revision += 1
-            self._changes.append((self._revision, json_copy(record)))
+            self._changes.append((self._revision, stored))
+
+    def _place(self, raw: Mapping[str, Any]) -> _Stored:
+        """Verify ``raw`` and make it the current version of its record (no CAS)."""
+        blob, record = memory_record_blob(raw)
+        stored = _stored(blob, record)
+        memory_id = str(record["memoryId"])
+        previous = self._records.get(memory_id)
+        if previous is not None and previous[_SCOPE] != stored[_SCOPE]:
+            self._by_scope[previous[_SCOPE]].discard(memory_id)
+        self._records[memory_id] = stored
+        self._by_scope.setdefault(stored[_SCOPE], set()).add(memory_id)
+        return stored
 
     # ----------------------------------------------------------------- port
     def read(self, memory_id: str) -> dict[str, Any] | None:
-        record = self._records.get(memory_id)
-        return json_copy(record) if record is not None else None
+        stored = self._records.get(memory_id)
+        return _load(stored) if stored is not None else None
 
     def commit(self, commit: MemoryCommit, expected_revision: int) -> CommitResult:
-        record = normalize_memory_record(commit.record)
-        current = self._records.get(record["memoryId"])
-        actual = current["revision"] if current is not None else 0
+        blob, record = memory_record_blob(commit.record)
+        memory_id = str(record["memoryId"])
+        current = self._records.get(memory_id)
+        actual = current[_REVISION] if current is not None else 0
         if actual != expected_revision:
             return CommitResult(False, self._revision, current_revision=actual)
         if record["revision"] != expected_revision + 1:
             raise InvalidArgument(
                 "a commit must advance the record revision by one",
-                details={"memoryId": record["memoryId"], "expectedRevision": expected_revision},
+                details={"memoryId": memory_id, "expectedRevision": expected_revision},
             )
-        self._records[record["memoryId"]] = record
-        self._events.append(json_copy(dict(commit.event)))
-        if commit.reconciliation is not None:
-            operation = json_copy(dict(commit.reconciliation))
-            self._reconciliations[str(operation["requestId"])] = operation
+        event = (commit.event.get("memoryId"), _freeze(commit.event))
+        operation = commit.reconciliation
+        frozen = _freeze(operation) if operation is not None else None
+        stored = _stored(blob, record)
+        if current is not None and current[_SCOPE] != stored[_SCOPE]:
+            self._by_scope[current[_SCOPE]].discard(memory_id)
+        self._records[memory_id] = stored
+        self._by_scope.setdefault(stored[_SCOPE], set()).add(memory_id)
+        self._events.append(event)
+        if operation is not None and frozen is not None:
+            self._reconciliations[str(operation["requestId"])] = frozen
         self._revision += 1
-        self._changes.append((self._revision, json_copy(record)))
-        return CommitResult(True, self._revision, revision=record["revision"])
+        self._changes.append((self._revision, stored))
+        return CommitResult(True, self._revision, revision=stored[_REVISION])
 
     def store_revision(self) -> int:
         return self._revision
@@ -73,36 +152,43 @@ class InMemoryMemoryPort:
     def list_scope(
         self, scope: str, scope_id: str | None, states: frozenset[str] | None = None
     ) -> list[dict[str, Any]]:
-        return [
-            json_copy(r)
-            for _, r in sorted(self._records.items())
-            if r["scope"] == scope
-            and r.get("scopeId") == scope_id
-            and (states is None or r["state"] in states)
-        ]
+        ids = self._by_scope.get((scope, scope_id), ())
+        out = []
+        for memory_id in sorted(ids):
+            stored = self._records[memory_id]
+            if states is None or stored[_STATE] in states:
+                out.append(_load(stored))
+        return out
 
     def records(self) -> list[dict[str, Any]]:
-        return [json_copy(r) for _, r in sorted(self._records.items())]
+        return [_load(stored) for _, stored in sorted(self._records.items())]
 
     def changes(self, since: int = 0) -> list[tuple[int, dict[str, Any]]]:
-        return [(rev, json_copy(r)) for rev, r in self._changes if rev > since]
+        if since <= 0:
+            start = 0
+        else:  # the feed is ordered by revision: find the first entry after ``since``
+            lo, hi = 0, len(self._changes)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if self._changes[mid][0] <= since:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            start = lo
+        return [(rev, _load(stored)) for rev, stored in self._changes[start:]]
 
     def events(self, memory_id: str | None = None) -> list[dict[str, Any]]:
-        return [
-            json_copy(e)
-            for e in self._events
-            if memory_id is None or e.get("memoryId") == memory_id
-        ]
+        return [_thaw(e) for owner, e in self._events if memory_id is None or owner == memory_id]
 
     def get_reconciliation(self, request_id: str) -> dict[str, Any] | None:
         operation = self._reconciliations.get(request_id)
-        return json_copy(operation) if operation is not None else None
+        return _thaw(operation) if operation is not None else None
 
     def put_reconciliation(self, operation: Mapping[str, Any]) -> None:
-        self._reconciliations[str(operation["requestId"])] = json_copy(dict(operation))
+        self._reconciliations[str(operation["requestId"])] = _freeze(operation)
 
     def reconciliations(self) -> dict[str, dict[str, Any]]:
-        return json_copy(self._reconciliations)
+        return {key: _thaw(value) for key, value in self._reconciliations.items()}
 
     def close(self) -> None:
         """Nothing to release (symmetry with the SQLite adapter)."""
@@ -127,11 +213,10 @@ class InMemoryMemoryPort:
         summarised by the records themselves)."""
         port = cls(name=name)
         for raw in snapshot.get("records") or ():
-            record = normalize_memory_record(raw)
-            port._records[record["memoryId"]] = record
-        port._events = [json_copy(dict(e)) for e in snapshot.get("events") or ()]
+            port._place(raw)
+        port._events = [(e.get("memoryId"), _freeze(e)) for e in snapshot.get("events") or ()]
         port._reconciliations = {
-            str(k): json_copy(dict(v)) for k, v in (snapshot.get("reconciliations") or {}).items()
+            str(k): _freeze(v) for k, v in (snapshot.get("reconciliations") or {}).items()
         }
         revision = snapshot.get("storeRevision", len(port._records))
         if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
@@ -142,9 +227,10 @@ class InMemoryMemoryPort:
     # ----------------------------------------------------------------- test hooks
     def drop(self, memory_id: str) -> None:
         """An external actor lost the record (bypasses CAS and the store revision)."""
-        self._records.pop(memory_id, None)
+        stored = self._records.pop(memory_id, None)
+        if stored is not None:
+            self._by_scope[stored[_SCOPE]].discard(memory_id)
 
     def restore(self, raw: Mapping[str, Any]) -> None:
         """An external restore put this record back (normalized; bypasses CAS)."""
-        record = normalize_memory_record(raw)
-        self._records[record["memoryId"]] = record
+        self._place(raw)

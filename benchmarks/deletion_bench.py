@@ -1,0 +1,134 @@
+"""``deletion`` (issue 5): deletion convergence over the authority and three projections.
+
+``n`` active records (the recall workload's: every 4th in project ``benchmark-project``,
+the others over 8 user scopes, 16 categories) in the in-memory MemoryPort (the
+authority), each also projected into three in-memory projection stores
+(:class:`kernel.adapters.memory_projection.InMemoryProjectionStore`): ``search-index``
+(its tokens), ``embeddings-cache`` (a small vector) and ``replica`` (the record's
+JSON).  Every record gets its own deletion request — subject, scope/scopeId, selector
+``memory:<id>``, authority, requestId, fence, expectedRevision — through
+``MemoryKernel.delete_memory``.  Timed: from the first request to the last receipt, every
+receipt ``purged`` (tombstone committed, all three copies purged, purge committed).  Each
+sample runs on a fresh, untimed store.
+
+The timed samples are *cold*: the verified-record memo
+(:mod:`kernel.normalize_memory`) is emptied after seeding, so each deletion verifies the
+record it reads in full (field checks, secret scan, canonical digest), as a store loaded
+from disk would require.  The clock is the wall clock.
+
+Extra fields: ``warm_memo_p50_ms`` (median of 5 runs in which the process verified the
+seeded records when they were written, so reading them back is a memo hit),
+``per_record_us`` (one more cold run / n), and, from that run: ``records``, ``stores``
+(authority + 3), ``receipts_purged``, ``authority_purged`` (records in state ``purged``),
+``projection_entries_left`` (must be 0), ``events`` (2 per record).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks.recall_bench import bench_records
+
+AUTHORITY = "benchmark-privacy-officer"
+PROJECTIONS = ("search-index", "embeddings-cache", "replica")
+
+
+def deletion_requests(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    requests = []
+    for i, record in enumerate(records):
+        memory_id = record["memoryId"]
+        requests.append(
+            {
+                "requestId": f"del-{i:07d}",
+                "subject": record["scopeId"],
+                "scope": record["scope"],
+                "scopeId": record["scopeId"],
+                "selector": f"memory:{memory_id}",
+                "memoryId": memory_id,
+                "expectedRevision": record["revision"],
+                "fence": f"fence-{i:07d}",
+                "authority": AUTHORITY,
+            }
+        )
+    return requests
+
+
+class _Stores:
+    """One sample's authority, projections and kernel.  ``warm``: the process has verified
+    the seeded records (they were written through it); otherwise the verified-record memo
+    is emptied after seeding, so every deletion verifies its record from scratch."""
+
+    def __init__(self, records: list[dict[str, Any]], *, warm: bool = False) -> None:
+        from kernel.adapters.memory_projection import InMemoryProjectionStore
+        from kernel.adapters.memory_store_memory import InMemoryMemoryPort
+        from kernel.memory_kernel import MemoryKernel
+        from kernel.normalize_memory import forget_verified_records
+
+        if warm:
+            forget_verified_records()  # room for the seeds and what the run derives
+        self.authority = InMemoryMemoryPort(records)
+        self.projections = [InMemoryProjectionStore(name) for name in PROJECTIONS]
+        index, embeddings, replica = self.projections
+        for record in self.authority.records():  # derived copies, immutable as stored
+            index.put(record, tuple(record["content"].split()))
+            embeddings.put(record, (float(len(record["content"]) % 7), record["confidence"]))
+            replica.put(record, json.dumps(record, separators=(",", ":")).encode("utf-8"))
+        counter = iter(range(1, 1 << 40))
+        self.kernel = MemoryKernel(
+            memory_port=self.authority,
+            clock=lambda: time.time_ns() // 1_000_000,  # the wall clock, as a real shell
+            new_id=lambda: f"bench-{next(counter)}",
+            purge_ports=self.projections,
+        )
+        if not warm:
+            forget_verified_records()
+
+
+def deletion(n: int) -> tuple[Callable[[], object], Callable[[], dict[str, Any]]]:
+    records = bench_records(n)
+    requests = deletion_requests(records)
+    state: dict[str, _Stores] = {}
+
+    def setup() -> None:
+        state["stores"] = _Stores(records)
+
+    def call() -> object:
+        delete = state["stores"].kernel.delete_memory
+        receipts = [delete(request) for request in requests]
+        for receipt in receipts:
+            if receipt["status"] != "purged":
+                raise AssertionError(f"deletion did not converge: {receipt['status']}")
+        return receipts
+
+    def extra() -> dict[str, Any]:
+        warm = []
+        for _ in range(5):
+            state["stores"] = _Stores(records, warm=True)
+            started = time.perf_counter()
+            call()
+            warm.append((time.perf_counter() - started) * 1000)
+        setup()
+        started = time.perf_counter()
+        receipts = call()
+        cold_ms = (time.perf_counter() - started) * 1000
+        assert isinstance(receipts, list)
+        stores = state["stores"]
+        authority = stores.authority.records()
+        return {
+            "records": n,
+            "stores": 1 + len(stores.projections),
+            "warm_memo_p50_ms": round(statistics.median(warm), 3),
+            "per_record_us": round(cold_ms * 1000 / n, 2),
+            "receipts_purged": sum(r["status"] == "purged" for r in receipts),
+            "authority_purged": sum(r["state"] == "purged" for r in authority),
+            "projection_entries_left": sum(len(p) for p in stores.projections),
+            "events": len(stores.authority.events()),
+        }
+
+    from benchmarks.workloads import Timed
+
+    return Timed(call, setup), extra

@@ -1,0 +1,387 @@
+"""The memory hot paths are proved equal to the slow, obviously-correct ones.
+
+* the secret-material prefilter never skips a pattern that would match
+  (``kernel.normalize_memory.contains_secret_material``);
+* the MemoryRecord digest fast path equals the general peer canonicalisation;
+* the reducer's directly-built tombstone / purged records equal normalising the slow
+  construction (``kernel.memory.tombstone`` + ``normalize_memory_record``), key order
+  included;
+* the verified-record memo answers only for the exact bytes of a record it verified:
+  any changed byte, type or value takes the full path;
+* event, receipt and deletion-receipt digests equal the general peer digest;
+* the in-memory MemoryPort's JSON copies give back what was stored.
+
+(docs/adr/0005-verified-record-memo.md)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernel import digest as kdigest
+from kernel.adapters.memory_projection import InMemoryProjectionStore
+from kernel.adapters.memory_store_memory import InMemoryMemoryPort
+from kernel.deletion import RECEIPT_DOMAIN, _receipt_digest
+from kernel.errors import DigestMismatch, InvalidArgument
+from kernel.memory import (
+    EVENT_DOMAIN,
+    Transition,
+    memory_event,
+    memory_receipt,
+    tombstone,
+    transition_memory,
+)
+from kernel.memory import (
+    RECEIPT_DOMAIN as MEMORY_RECEIPT_DOMAIN,
+)
+from kernel.memory_ports import MemoryCommit
+from kernel.normalize import MEMORY_RECORD_DOMAIN
+from kernel.normalize_memory import (
+    _FOLD_TO_ASCII,
+    _SECRET_PATTERNS,
+    _normalize,
+    contains_secret_material,
+    forget_verified_records,
+    normalize_memory_record,
+    purged_record,
+    tombstone_record,
+    verified_memory_record,
+)
+
+AT = "2026-09-01T12:00:00.000Z"
+
+
+def record(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "schemaVersion": 1,
+        "memoryId": "mem-1",
+        "scope": "project",
+        "scopeId": "project-1",
+        "category": "decision",
+        "content": "Use pnpm for the monorepo",
+        "provenance": {"source": "explicit-user-memory", "observedAt": "2026-08-28T00:00:00Z"},
+        "evidenceRefs": [{"store": "session-log", "id": "ev-1", "eventSequence": 3}],
+        "confidence": 0.5,
+        "importance": 0.4,
+        "tags": ["build", "pnpm"],
+        "sensitivity": "internal",
+        "allowedSinks": ["cli", "provider.local"],
+        "state": "active",
+        "retentionPolicy": {"mode": "durable"},
+        "createdAt": "2026-08-28T00:00:00Z",
+        "updatedAt": "2026-08-28T00:00:00Z",
+        "accessCount": 2,
+        "revision": 1,
+    }
+    base.update(overrides)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+def general_digest(value: dict[str, Any], domain: str) -> str:
+    return kdigest.digest({k: v for k, v in value.items() if k != "digest"}, domain, "peer")
+
+
+# --------------------------------------------------------------------------- secret scan
+
+
+def test_the_fold_table_lists_every_non_ascii_letter_match() -> None:
+    """Every code point Python's ``re.IGNORECASE`` matches against an ASCII letter, beyond
+    the letter's two cases, is folded by the prefilter (so it cannot hide a keyword)."""
+    letter = re.compile("[a-z]", re.IGNORECASE)
+    found = {
+        cp: chr(cp).lower() if chr(cp).lower().isascii() else None
+        for cp in range(0x80, 0x110000)
+        if not 0xD800 <= cp <= 0xDFFF and letter.fullmatch(chr(cp))
+    }
+    assert set(found) == set(_FOLD_TO_ASCII)
+    for cp, folded in _FOLD_TO_ASCII.items():
+        assert re.fullmatch(folded, chr(cp), re.IGNORECASE)
+
+
+def _unfiltered(text: str) -> bool:
+    return any(p.search(text) is not None for p in _SECRET_PATTERNS)
+
+
+PIECES = [
+    "-----BEGIN ", "RSA ", "PRIVATE KEY-----", "Bearer ", "bearer\t", "api_key", "API-KEY",
+    "access_token", "client-secret", "recovery code", "Backup Code", "session", "ſession",
+    "auth", "AUTH_TOKEN", "sessionid", "=", ":", " = ", "'", '"', "abcdefghijklmnopqrstuvwxyz",
+    "0123456789ABCDEF", "K", "İ", "ı", "ſ", "\u3000", "x", " ", "-", "_", "é", "密钥",
+]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=12).map("".join))
+def test_prefiltered_scan_equals_running_every_pattern(text: str) -> None:
+    assert contains_secret_material(text) == _unfiltered(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Authorization: Bearer abcdefghijklmnop1234",
+        "ſession=abcdefghijklmnopqrstu",
+        "clİent_secret: abcdefghijklmnop",
+        "API_KEY = 'abcdefghijklmnopqrstuvwx'",
+        "-----BEGIN OPENSSH PRIVATE KEY-----",
+        "recovery code: 1234-5678-9999",
+        "auth_token=abcdefghijklmnopqrstuvwxyz",
+    ],
+)
+def test_known_secrets_are_still_found(text: str) -> None:
+    assert contains_secret_material(text) == _unfiltered(text)
+    assert contains_secret_material(text) or text.startswith("clİent")
+
+
+# --------------------------------------------------------------------------- record digest
+
+SCORES = st.one_of(
+    st.sampled_from([0, 1, 0.0, 1.0, 0.5, 1e-4, 9.99e-5, 5e-7, 0.1 + 0.2, 0.9500000000000001]),
+    st.floats(min_value=0, max_value=1, allow_nan=False),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(confidence=SCORES, importance=SCORES, content=st.text(min_size=1, max_size=40))
+def test_record_digest_fast_path_equals_the_general_canonicalisation(
+    confidence: float, importance: float, content: str
+) -> None:
+    raw = record(confidence=confidence, importance=importance, content=content)
+    try:
+        out = _normalize(raw, "peer")
+    except InvalidArgument:
+        return  # secret-like or a lone surrogate: refused on both paths
+    assert out["digest"] == general_digest(out, MEMORY_RECORD_DOMAIN)
+
+
+# --------------------------------------------------------------------------- derived records
+
+VARIANTS = [
+    {},
+    {"scope": "global", "scopeId": None},
+    {"summary": "pnpm", "supersedes": ["mem-0"], "lastAccessedAt": "2026-08-30T00:00:00Z"},
+    {"contentRef": {"store": "blobs", "objectId": "obj-1", "digest": "sha256:" + "a" * 64,
+                    "byteLength": 12, "summary": "a file", "recoverable": True}},
+    {"retentionPolicy": {"mode": "until_expired", "expiresAt": "2027-01-01T00:00:00Z"}},
+    {"state": "reinforced", "revision": 7, "confidence": 1, "importance": 0},
+    {"state": "candidate", "deletionFence": "old-fence", "confidence": 0.00005},
+    {"provenance": {"source": "llm-summary", "actor": "agent-1",
+                    "observedAt": "2026-08-28T00:00:00Z",
+                    "parentDigests": ["sha256:" + "b" * 64], "degraded": True}},
+]
+
+
+def slow_tombstone(current: dict[str, Any], at: str, fence: str) -> dict[str, Any]:
+    nxt = {**current, "state": "deleted", "updatedAt": at, "revision": current["revision"] + 1}
+    nxt = tombstone(nxt, at, fence)
+    nxt.update(state="deleted", updatedAt=at)
+    nxt.pop("digest", None)
+    return _normalize(nxt, "peer")
+
+
+def slow_purged(current: dict[str, Any], at: str) -> dict[str, Any]:
+    nxt = {**current, "state": "purged", "updatedAt": at, "revision": current["revision"] + 1}
+    nxt["content"] = ""
+    for key in ("summary", "contentRef", "digest"):
+        nxt.pop(key, None)
+    return _normalize(nxt, "peer")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("at", [AT, "2026-09-01T12:00:00.5+02:00"])
+def test_tombstone_and_purged_records_equal_the_slow_construction(
+    variant: dict[str, Any], at: str
+) -> None:
+    current = _normalize(record(**variant), "peer")
+    canonical_at = normalize_memory_record(record(updatedAt=at))["updatedAt"]
+    fast = tombstone_record(current, at=canonical_at, fence="fence-1")
+    slow = slow_tombstone(current, canonical_at, "fence-1")
+    assert fast == slow and list(fast) == list(slow)
+    assert list(fast["provenance"]) == list(slow["provenance"])
+    assert fast["digest"] == general_digest(fast, MEMORY_RECORD_DOMAIN)
+    fast_purged = purged_record(fast, at=canonical_at)
+    slow_purged_record = slow_purged(slow, canonical_at)
+    assert fast_purged == slow_purged_record and list(fast_purged) == list(slow_purged_record)
+    assert fast == slow  # purging did not touch the tombstone it was derived from
+
+
+def test_derived_records_keep_the_normalizer_checks() -> None:
+    current = _normalize(record(revision=2**53 - 1), "peer")
+    with pytest.raises(InvalidArgument) as caught:
+        tombstone_record(current, at=AT, fence="fence-1")
+    assert caught.value.details == {"field": "revision"}
+    with pytest.raises(InvalidArgument):
+        tombstone_record(_normalize(record(), "peer"), at=AT, fence="../x")
+    with pytest.raises(InvalidArgument):
+        tombstone_record(_normalize(record(), "peer"), at="yesterday", fence="fence-1")
+
+
+def test_a_transition_continues_from_its_own_record_only() -> None:
+    current = normalize_memory_record(record())
+    delete = {"type": "delete", "expectedRevision": 1, "deletionFence": "f-1"}
+    first = transition_memory(current, delete, clock=lambda: 1_788_000_000_000, new_id=lambda: "1")
+    assert isinstance(first, Transition)
+    purge = {"type": "purge", "expectedRevision": 2, "deletionFence": "f-1"}
+    kept = transition_memory(first, purge, clock=lambda: 1_788_000_000_000, new_id=lambda: "2")
+    again = transition_memory(
+        dict(first.record), purge, clock=lambda: 1_788_000_000_000, new_id=lambda: "2"
+    )
+    assert kept == again
+    tampered = {**first.record, "category": "other"}
+    with pytest.raises(DigestMismatch):  # a plain mapping is verified again
+        transition_memory(tampered, purge, clock=lambda: 1_788_000_000_000, new_id=lambda: "2")
+
+
+# --------------------------------------------------------------------------- the memo
+
+
+class Text(str):
+    pass
+
+
+def test_the_memo_answers_only_for_the_exact_bytes_it_verified() -> None:
+    forget_verified_records()
+    verified = normalize_memory_record(record())
+    again = normalize_memory_record(verified)
+    assert again == verified and again is not verified  # always a new object
+    assert verified_memory_record(verified) is verified  # a hit: the value itself
+    # every variation takes the full path, with the full path's outcome
+    with pytest.raises(DigestMismatch):
+        normalize_memory_record({**verified, "content": "Use npm for the monorepo"})
+    with pytest.raises(InvalidArgument):
+        normalize_memory_record({**verified, "confidence": math.nan})
+    with pytest.raises(InvalidArgument):
+        normalize_memory_record({**verified, "content": "api_key = abcdefghijklmnop"})
+    floats = normalize_memory_record({**verified, "revision": 1.0, "accessCount": 2.0})
+    assert type(floats["revision"]) is int and type(floats["accessCount"]) is int
+    subclass = normalize_memory_record({**verified, "category": Text("decision")})
+    assert type(subclass["category"]) is str and subclass == verified
+    tupled = normalize_memory_record({**verified, "tags": ("build", "pnpm")})
+    assert tupled == verified and isinstance(tupled["tags"], list)
+    reordered = normalize_memory_record(dict(reversed(list(verified.items()))))
+    assert reordered == verified and list(reordered) == list(verified)
+    forget_verified_records()
+    assert verified_memory_record(dict(verified)) is not verified  # a miss: normalised anew
+
+
+# --------------------------------------------------------------------------- digests
+
+
+def test_event_and_receipt_digests_equal_the_general_path() -> None:
+    rec = normalize_memory_record(record())
+    for extra in ({}, {"reason": "user asked", "authority": "user-1"},
+                  {"successorMemoryId": "mem-2", "reason": "caf\u00e9 \ud83d\ude00"}):
+        event = memory_event(rec, from_state="active", previous_revision=1, at=AT,
+                             event_id="memory-event-1", type_="memory.deleted", extra=extra)
+        assert event["digest"] == general_digest(event, EVENT_DOMAIN)
+    event = memory_event(rec, from_state=None, previous_revision=0, at=AT,
+                         event_id="memory-event-2", type_="memory.scope.promoted",
+                         fields={"fromScope": "session", "toScope": "project"})
+    assert event["digest"] == general_digest(event, EVENT_DOMAIN)
+    receipt = memory_receipt("delete", rec, event, previous_revision=1, at=AT, store_revision=9)
+    assert receipt["digest"] == general_digest(receipt, MEMORY_RECEIPT_DOMAIN)
+
+
+@pytest.mark.parametrize(
+    "port_receipt",
+    [
+        {"store": "index", "status": "purged", "memoryId": "mem-1", "fence": "f", "existed": True},
+        {"status": "purged"},
+        {"status": "purged", "weight": 0.25},
+        {"status": "purged", "nested": {"b": 1, "a": [1, 2]}},
+        {"status": "purged", "Z": 1, "a": 2, "_x": None, "10": "ten", "2": "two"},
+        {"status": "purged", "big": 2**60},
+    ],
+)
+def test_deletion_receipt_digest_equals_the_general_path(port_receipt: dict[str, Any]) -> None:
+    receipt = {
+        "schema": RECEIPT_DOMAIN, "schemaVersion": 1, "requestId": "del-1", "subject": "u",
+        "selector": "memory:mem-1", "scope": "project", "scopeId": "p", "memoryId": "mem-1",
+        "fence": "f", "authority": "a", "status": "purged", "revision": 3,
+        "recordState": "purged", "recordDigest": "sha256:" + "c" * 64,
+        "stores": [{"store": "auth", "status": "purged", "revision": 3},
+                   {"store": "index", "status": "purged", "receipt": port_receipt},
+                   {"store": "cache", "status": "pending", "error": {"code": "offline"}}],
+        "startedAt": AT, "completedAt": AT,
+    }
+    assert _receipt_digest(receipt) == general_digest(receipt, RECEIPT_DOMAIN)
+
+
+# --------------------------------------------------------------------------- stores
+
+
+def test_the_in_memory_port_gives_back_exactly_what_it_stored() -> None:
+    port = InMemoryMemoryPort([record()])
+    current = port.read("mem-1")
+    assert current is not None
+    odd = {"requestId": "r-1", "weight": math.nan, "pair": (1, 2), "none": None}
+    changed = {**current, "state": "archived", "revision": 2, "updatedAt": AT}
+    del changed["digest"]
+    nxt = normalize_memory_record(changed)
+    port.commit(MemoryCommit(nxt, {"memoryId": "mem-1", "value": math.inf}, odd), 1)
+    stored = port.get_reconciliation("r-1")
+    assert stored is not None and math.isnan(stored["weight"]) and stored["pair"] == (1, 2)
+    assert math.isinf(port.events()[0]["value"])
+    port.put_reconciliation({"requestId": "r-2", "list": (3, 4)})
+    assert port.get_reconciliation("r-2") == {"requestId": "r-2", "list": [3, 4]}  # JSON array
+    assert port.read("mem-1") == nxt
+    assert port.list_scope("project", "project-1") == [nxt]
+    assert port.list_scope("project", "project-2") == []
+
+
+def test_a_projection_purges_exactly_the_named_record() -> None:
+    store = InMemoryProjectionStore("search-index")
+    store.put(record(memoryId="mem-1"), ("pnpm",))
+    store.put(record(memoryId="mem-2"), ("npm",))
+    request = {"memoryId": "mem-1", "fence": "f-1", "scope": "project", "scopeId": "project-1"}
+    assert store.purge(request)["existed"] is True
+    assert "mem-1" not in store and "mem-2" in store and len(store) == 1
+    assert store.purge(request) == {"store": "search-index", "status": "purged",
+                                    "memoryId": "mem-1", "fence": "f-1", "existed": False}
+    wrong_scope = {**request, "memoryId": "mem-2", "scopeId": "project-9"}
+    with pytest.raises(Exception) as caught:
+        store.purge(wrong_scope)
+    assert getattr(caught.value, "code", None) == "projection_scope_mismatch"
+    assert "mem-2" in store  # never beyond the request's own scope
+    store.fail_next("offline", "index_offline")
+    with pytest.raises(Exception) as failed:
+        store.purge({**request, "memoryId": "mem-2"})
+    assert getattr(failed.value, "code", None) == "index_offline" and "mem-2" in store
+
+
+def test_clock_iso_reads_the_clock_once_per_call() -> None:
+    from kernel.memory import clock_iso
+
+    reads: list[int] = []
+
+    def clock() -> int:
+        reads.append(1)
+        return -1 if len(reads) < 3 else 0
+
+    assert [clock_iso(clock) for _ in range(3)] == [
+        "1969-12-31T23:59:59.999Z", "1969-12-31T23:59:59.999Z", "1970-01-01T00:00:00.000Z"
+    ]
+    assert len(reads) == 3
+    with pytest.raises(InvalidArgument):
+        clock_iso(lambda: True)
+
+
+def test_the_deletion_workload_converges() -> None:
+    """``benchmarks/deletion_bench.py`` (no timing here): every receipt purged, every
+    copy gone, two events per record — cold and warm alike."""
+    from benchmarks.deletion_bench import deletion
+
+    run, extra = deletion(5)
+    run.setup()  # type: ignore[attr-defined]
+    receipts = run()
+    assert isinstance(receipts, list) and len(receipts) == 5
+    assert all(len(r["stores"]) == 4 for r in receipts)
+    out = extra()
+    assert (out["receipts_purged"], out["authority_purged"]) == (5, 5)
+    assert (out["projection_entries_left"], out["events"], out["stores"]) == (0, 10, 4)
