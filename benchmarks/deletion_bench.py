@@ -6,8 +6,11 @@ authority), each also projected into three in-memory projection stores
 (:class:`kernel.adapters.memory_projection.InMemoryProjectionStore`): ``search-index``
 (its tokens), ``embeddings-cache`` (a small vector) and ``replica`` (the record's
 JSON).  Every record gets its own deletion request — subject, scope/scopeId, selector
-``memory:<id>``, authority, requestId, fence, expectedRevision — through
-``MemoryKernel.delete_memory``.  Timed: from the first request to the last receipt, every
+``memory:<id>``, authority, requestId, fence, expectedRevision — and all of them go in one
+call of ``MemoryKernel.delete_memories`` (the batch entry point: each request validated,
+bound, fenced, tombstoned first, purged from every store and receipted on its own, exactly
+as ``delete_memory`` does it; ``tests/kernel/test_deletion_batch.py`` holds the two
+equal).  Timed: from the first request to the last receipt, every
 receipt ``purged`` (tombstone committed, all three copies purged, purge committed).  Each
 sample runs on a fresh, untimed store.
 
@@ -97,8 +100,7 @@ def deletion(n: int) -> tuple[Callable[[], object], Callable[[], dict[str, Any]]
         state["stores"] = _Stores(records)
 
     def call() -> object:
-        delete = state["stores"].kernel.delete_memory
-        receipts = [delete(request) for request in requests]
+        receipts = state["stores"].kernel.delete_memories(requests)
         for receipt in receipts:
             if receipt["status"] != "purged":
                 raise AssertionError(f"deletion did not converge: {receipt['status']}")

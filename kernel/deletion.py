@@ -43,29 +43,30 @@ only this module deletes memory.  Byte-compatible with the peer's ``deleteMemory
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kernel.errors import InvalidArgument, RevisionConflict, ScopeDenied
+from kernel.errors import InvalidArgument, KernelError, RevisionConflict, ScopeDenied
 from kernel.memory import Transition, clock_iso, transition_memory
 from kernel.memory_checks import (
+    MAX_SAFE_INTEGER,
     assert_scope,
     bounded_integer,
     bounded_string,
-    identifier,
     js_falsy,
     known_fields,
     object_value,
 )
 from kernel.memory_ports import MemoryCommit, MemoryPort, PurgePort, json_copy
 from kernel.normalize import kernel_value_digest, keys_sort_canonically
+from kernel.normalize_memory import fast_identifier
 from kernel.ports import Clock, ContentPort, ContentRef, NewId, PurgeReceipt
 
 __all__ = [
     "OPERATION_TRANSITIONS",
     "DeletionContext",
+    "delete_memories",
     "delete_memory",
     "parse_deletion_request",
     "reconcile_deletion",
@@ -121,23 +122,25 @@ def _advance(operation: dict[str, Any], state: str) -> None:
 
 def parse_deletion_request(raw: Any) -> dict[str, Any]:
     """Validate a ``MemoryDeletionRequest`` in the peer's order; returns the binding."""
-    request = object_value(raw, "DeletionRequest")
-    known_fields(request, _REQUEST_FIELDS, "DeletionRequest")
-    memory_id = identifier(request.get("memoryId"), "memoryId")
+    request = raw if type(raw) is dict else object_value(raw, "DeletionRequest")
+    if not _REQUEST_FIELDS.issuperset(request):
+        known_fields(request, _REQUEST_FIELDS, "DeletionRequest")
+    memory_id = fast_identifier(request.get("memoryId"), "memoryId")
     out: dict[str, Any] = {
-        "requestId": identifier(request.get("requestId"), "requestId"),
-        "subject": identifier(request.get("subject"), "subject"),
+        "requestId": fast_identifier(request.get("requestId"), "requestId"),
+        "subject": fast_identifier(request.get("subject"), "subject"),
         "selector": bounded_string(request.get("selector"), "selector", 1, 512),
     }
     if out["selector"] != f"memory:{memory_id}":
         raise InvalidArgument("deletion selector must exactly bind the target memory ID")
     out.update(assert_scope(request.get("scope"), request.get("scopeId")))
     out["memoryId"] = memory_id
-    out["fence"] = identifier(request.get("fence"), "fence")
-    out["expectedRevision"] = bounded_integer(
-        request.get("expectedRevision"), "expectedRevision", 1
-    )
-    out["authority"] = identifier(request.get("authority"), "authority")
+    out["fence"] = fast_identifier(request.get("fence"), "fence")
+    expected = request.get("expectedRevision")
+    if type(expected) is not int or not 1 <= expected <= MAX_SAFE_INTEGER:
+        expected = bounded_integer(expected, "expectedRevision", 1)
+    out["expectedRevision"] = expected
+    out["authority"] = fast_identifier(request.get("authority"), "authority")
     if not js_falsy(request.get("reason")):
         out["reason"] = request["reason"]
     return out
@@ -153,7 +156,7 @@ def _js_string(value: Any) -> str:
 
 def _receipt_value(value: Any) -> dict[str, Any] | None:
     if type(value) is dict:
-        return json_copy(value)
+        return _private_copy(value)
     if isinstance(value, PurgeReceipt):
         return {
             "store": value.store,
@@ -167,17 +170,41 @@ def _receipt_value(value: Any) -> dict[str, Any] | None:
     return None
 
 
+_FLAT_SCALARS: Final = frozenset({str, int, bool, type(None)})
+
+
+def _private_copy(value: dict[str, Any]) -> dict[str, Any]:
+    """``json_copy(value)`` of a dict: a shallow copy when every value is a string, an
+    integer, a boolean or ``null`` (immutable: the shallow copy *is* a deep one)."""
+    if _FLAT_SCALARS.issuperset(map(type, value.values())):
+        return dict(value)
+    return json_copy(value)
+
+
+def _pending(store: str, code: Any) -> dict[str, Any]:
+    return {"store": store, "status": "pending", "error": {"code": _js_string(code)[:MAX_CODE]}}
+
+
+def _settled(store: str, value: dict[str, Any] | None) -> dict[str, Any]:
+    """One store entry from a purge's (privately copied) receipt: ``purged`` with it, or
+    ``pending`` with an error code."""
+    if value is not None and value.get("status") == "purged":
+        return {"store": store, "status": "purged", "receipt": value}
+    return _pending(store, (value or {}).get("code") or "purge_receipt_invalid")
+
+
+def _failed(store: str, exc: Exception) -> dict[str, Any]:
+    """One store entry for a purge that raised: ``pending`` with its error code."""
+    return _pending(store, getattr(exc, "code", None) or "purge_failed")
+
+
 def _settle(store: str, run: Callable[[], Any]) -> dict[str, Any]:
     """One store entry: ``purged`` with its receipt, or ``pending`` with an error code."""
     try:
         value = _receipt_value(run())
     except Exception as exc:  # a failing copy is a pending store, never a crash
-        code = getattr(exc, "code", None) or "purge_failed"
-        return {"store": store, "status": "pending", "error": {"code": _js_string(code)[:MAX_CODE]}}
-    if value is not None and value.get("status") == "purged":
-        return {"store": store, "status": "purged", "receipt": value}
-    code = (value or {}).get("code") or "purge_receipt_invalid"
-    return {"store": store, "status": "pending", "error": {"code": _js_string(code)[:MAX_CODE]}}
+        return _failed(store, exc)
+    return _settled(store, value)
 
 
 def _purge_request(operation: Mapping[str, Any]) -> dict[str, Any]:
@@ -193,6 +220,30 @@ def _purge_request(operation: Mapping[str, Any]) -> dict[str, Any]:
         request["scopeId"] = operation["scopeId"]
     request["evidenceRefs"] = list(operation.get("evidenceRefs") or [])
     return request
+
+
+def _flat_refs(refs: list[Any]) -> bool:
+    """Whether every evidence reference is a flat object of strings, integers, booleans and
+    ``null`` (a verified record's always are): then a shallow copy of each is a deep one."""
+    scalars = _FLAT_SCALARS
+    return all(type(ref) is dict and scalars.issuperset(map(type, ref.values())) for ref in refs)
+
+
+def _request_copy(request: dict[str, Any], flat: bool) -> dict[str, Any]:
+    """A private deep copy of a purge request (its only nested values are the evidence
+    references; ``flat``: :func:`_flat_refs` holds for them)."""
+    if not flat:
+        return json_copy(request)
+    own = dict(request)
+    own["evidenceRefs"] = [dict(ref) for ref in own["evidenceRefs"]]
+    return own
+
+
+def port_names(ports: Sequence[PurgePort]) -> tuple[str, ...]:
+    """The store name each purge port reports in a receipt."""
+    return tuple(
+        str(getattr(port, "name", "") or f"projection-{index}") for index, port in enumerate(ports)
+    )
 
 
 def run_purge_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -212,9 +263,14 @@ def run_purge_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> lis
     if not ctx.purge_ports:
         return entries
     request = _purge_request(operation)
-    for index, port in enumerate(ctx.purge_ports):
-        name = str(getattr(port, "name", "") or f"projection-{index}")
-        entries.append(_settle(name, functools.partial(port.purge, json_copy(request))))
+    flat = _flat_refs(request["evidenceRefs"])
+    for name, port in zip(port_names(ctx.purge_ports), ctx.purge_ports, strict=True):
+        try:
+            value = _receipt_value(port.purge(_request_copy(request, flat)))
+        except Exception as exc:  # a failing copy is a pending store, never a crash
+            entries.append(_failed(name, exc))
+        else:
+            entries.append(_settled(name, value))
     return entries
 
 
@@ -276,9 +332,24 @@ _RECEIPT_KEYS_CANONICAL: Final = keys_sort_canonically(
 _SAFE_INT: Final = 2**53
 
 
-@functools.lru_cache(maxsize=256)
+#: Key tuples of stores' receipts already classified (``True``: all strings, sorting
+#: canonically); bounded, cleared when full.
+_CANONICAL_KEYS: dict[tuple[Any, ...], bool] = {}
+
+
 def _keys_canonical(keys: tuple[Any, ...]) -> bool:
-    return all(type(key) is str for key in keys) and keys_sort_canonically((frozenset(keys),))
+    known = _CANONICAL_KEYS.get(keys)
+    if known is None:
+        known = all(type(key) is str for key in keys) and keys_sort_canonically(
+            (frozenset(keys),)
+        )
+        if len(_CANONICAL_KEYS) >= 256:
+            _CANONICAL_KEYS.clear()
+        _CANONICAL_KEYS[keys] = known
+    return known
+
+
+_PLAIN_SCALARS: Final = frozenset({str, bool, type(None)})
 
 
 def _flat_plain(value: Any) -> bool:
@@ -287,13 +358,14 @@ def _flat_plain(value: Any) -> bool:
     canonically."""
     if type(value) is not dict:
         return False
-    for item in value.values():
-        kind = type(item)
-        if kind is str or kind is bool or item is None:
-            continue
-        if kind is int and -_SAFE_INT <= item <= _SAFE_INT:
-            continue
-        return False
+    if not _PLAIN_SCALARS.issuperset(map(type, value.values())):
+        for item in value.values():
+            kind = type(item)
+            if kind in _PLAIN_SCALARS:
+                continue
+            if kind is int and -_SAFE_INT <= item <= _SAFE_INT:
+                continue
+            return False
     return _keys_canonical(tuple(value))
 
 
@@ -301,9 +373,12 @@ def _receipt_digest(receipt: Mapping[str, Any]) -> str:
     """The receipt digest: the fast canonical path when every store's receipt is flat and
     plain (the receipt's own fields are identifiers, states, digests, times and integers),
     else the general peer canonicalisation."""
-    plain = _RECEIPT_KEYS_CANONICAL and all(
-        "receipt" not in entry or _flat_plain(entry["receipt"]) for entry in receipt["stores"]
-    )
+    plain = _RECEIPT_KEYS_CANONICAL
+    if plain:
+        for entry in receipt["stores"]:
+            if "receipt" in entry and not _flat_plain(entry["receipt"]):
+                plain = False
+                break
     return kernel_value_digest(receipt, RECEIPT_DOMAIN, "peer", plain)
 
 
@@ -431,6 +506,54 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
     _advance(operation, "tombstoned")
     operation["tombstoneRevision"] = tombstone["revision"]
     return _purge_and_seal(ctx, operation, deletion)
+
+
+MAX_BATCH: Final = 100_000
+
+
+def rejection(raw: Any, error: KernelError) -> dict[str, Any]:
+    """A batch entry for a request that was refused before or while tombstoning: nothing
+    of that request was deleted (``status: rejected``); ``requestId`` is the caller's when
+    it was a string, else ``None``."""
+    request_id = raw.get("requestId") if isinstance(raw, Mapping) else None
+    return {
+        "requestId": request_id if type(request_id) is str else None,
+        "status": "rejected",
+        "error": error.to_wire(),
+    }
+
+
+def delete_memories(
+    ctx: DeletionContext,
+    requests: Sequence[Any],
+    before_each: Callable[[], None] | None = None,
+) -> list[dict[str, Any]]:
+    """``deleteMemory`` for each request, in order: entry ``i`` is request ``i``'s own
+    ``DeletionReceipt`` (``purged`` / ``partial`` / ``reconciliation_required``, or the
+    replayed one), or — when that request was refused with a :class:`KernelError`
+    (validation, scope, legal hold, revision conflict, a reused request id) — a
+    :func:`rejection`.  Every request is validated, bound, fenced, tombstoned first,
+    purged from every store and receipted exactly as by :func:`delete_memory`; one
+    request's failure never changes another's receipt, and nothing is deleted beyond the
+    record each selector names.  ``before_each`` runs before each request (the kernel's
+    authority gate) and refuses that request alone when it raises a :class:`KernelError`.
+    Any other exception is a defect and propagates; the deletions already done are
+    durable and their request ids replay their receipts."""
+    if not isinstance(requests, list | tuple) or len(requests) > MAX_BATCH:
+        raise InvalidArgument(
+            f"deletion requests must be an array of at most {MAX_BATCH}",
+            details={"field": "requests"},
+        )
+    out: list[dict[str, Any]] = []
+    append = out.append
+    for raw in requests:
+        try:
+            if before_each is not None:
+                before_each()
+            append(delete_memory(ctx, raw))
+        except KernelError as error:
+            append(rejection(raw, error))
+    return out
 
 
 def _report(request_id: str, status: str, reason: str | None = None) -> dict[str, Any]:

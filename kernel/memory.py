@@ -42,6 +42,7 @@ from kernel.digest import digest
 from kernel.errors import IllegalTransition, InvalidArgument, RevisionConflict, ScopeDenied
 from kernel.errors import ReplicaTombstoneFenced as TombstoneFenced
 from kernel.memory_checks import (
+    MAX_SAFE_INTEGER,
     MISSING,
     assert_scope,
     boolean_value,
@@ -68,6 +69,7 @@ from kernel.normalize import (
 from kernel.normalize_memory import (
     TOMBSTONE_SINK,
     TOMBSTONE_SOURCE,
+    fast_identifier,
     purged_record,
     tombstone_record,
     verified_memory_record,
@@ -439,9 +441,12 @@ def _transition(
     confidence_ceiling: float | None,
 ) -> tuple[dict[str, Any], dict[str, Any], str, str]:
     """The reducer over a verified record: ``(record, event, command type, at)``."""
-    cmd = object_value(command, "MemoryCommand")
-    known_fields(cmd, _COMMAND_FIELDS, "MemoryCommand")
-    expected = bounded_integer(cmd.get("expectedRevision"), "expectedRevision", 1)
+    cmd = command if type(command) is dict else object_value(command, "MemoryCommand")
+    if not _COMMAND_FIELDS.issuperset(cmd):
+        known_fields(cmd, _COMMAND_FIELDS, "MemoryCommand")
+    expected = cmd.get("expectedRevision")
+    if type(expected) is not int or not 1 <= expected <= MAX_SAFE_INTEGER:
+        expected = bounded_integer(expected, "expectedRevision", 1)
     if expected != current["revision"]:
         raise RevisionConflict(
             "memory revision does not match",
@@ -456,10 +461,11 @@ def _transition(
     at = clock_iso(clock) if "at" not in cmd else timestamp(cmd["at"], "at")
     if kind == "delete":  # built in normal form (kernel.normalize_memory), digest computed
         new = tombstone_record(
-            current, at=at, fence=identifier(cmd.get("deletionFence"), "deletionFence")
+            current, at=at, fence=fast_identifier(cmd.get("deletionFence"), "deletionFence")
         )
     elif kind == "purge":
-        if identifier(cmd.get("deletionFence"), "deletionFence") != current.get("deletionFence"):
+        fence = fast_identifier(cmd.get("deletionFence"), "deletionFence")
+        if fence != current.get("deletionFence"):
             raise RevisionConflict(
                 "purge fence does not match deletion tombstone",
                 details={"memoryId": current["memoryId"]},
@@ -514,7 +520,7 @@ def memory_event(
     if "reason" in extra:
         event["reason"] = bounded_string(extra["reason"], "reason", 1, 2048)
     if "authority" in extra:
-        event["authority"] = identifier(extra["authority"], "authority")
+        event["authority"] = fast_identifier(extra["authority"], "authority")
     if "successorMemoryId" in extra:
         event["successorMemoryId"] = identifier(extra["successorMemoryId"], "successorMemoryId")
     if fields:

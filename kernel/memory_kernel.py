@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from kernel.deletion import DeletionContext, delete_memory, reconcile_deletion
+from kernel.deletion import DeletionContext, delete_memories, delete_memory, reconcile_deletion
 from kernel.errors import InvalidArgument, LegacyWriterFenced, RevisionConflict
 from kernel.memory import (
     TRANSITIONS,
@@ -397,6 +397,12 @@ class MemoryKernel:
     def delete_memory(self, request: Any) -> dict[str, Any]:
         self._assert_mutation_authority()
         return delete_memory(self._deletion(), request)
+
+    def delete_memories(self, requests: Any) -> list[dict[str, Any]]:
+        """:meth:`delete_memory` for each request (:func:`kernel.deletion.delete_memories`):
+        one receipt — or one ``rejected`` entry — per request, in order.  The mutation
+        authority is checked before every request, as the single-request API does."""
+        return delete_memories(self._deletion(), requests, self._assert_mutation_authority)
 
     def reconcile(self, operation_id: Any) -> dict[str, Any]:
         self._assert_mutation_authority()

@@ -29,14 +29,18 @@ from typing import Any, Final
 
 from kernel import digest as _digest
 from kernel.errors import DigestMismatch, InvalidArgument
+from kernel.memory_checks import _IDENTIFIER as _checks_identifier_pattern
+from kernel.memory_checks import identifier as _checks_identifier
 from kernel.normalize import (
     _CONTENT_REF_FIELDS,
+    _IDENTIFIER,
     _MISSING,
     _PROVENANCE_FIELDS,
     _SOURCE_REF_FIELDS,
     MEMORY_RECORD_DOMAIN,
     MEMORY_STATES,
     RETENTION_MODES,
+    SCOPE_ID_REQUIRED,
     SENSITIVITY,
     _array,
     _content_ref,
@@ -55,9 +59,11 @@ from kernel.normalize import (
     kernel_value_digest,
     keys_sort_canonically,
 )
+from kernel.timestamps import _CACHE as _timestamp_cache
 
 __all__ = [
     "contains_secret_material",
+    "fast_identifier",
     "forget_verified_records",
     "memory_record_blob",
     "normalize_memory_record",
@@ -192,10 +198,93 @@ def _retention(raw: Any) -> dict[str, Any]:
     return out
 
 
+_IDENTIFIER_MATCH: Final = _IDENTIFIER.fullmatch
+
+
+_CHECKS_IDENTIFIER_MATCH: Final = _checks_identifier_pattern.fullmatch
+#: Strings that passed :func:`fast_identifier` (validity is a function of the string alone;
+#: a deletion checks its fence three times); at most 4,096, cleared when full.
+_KNOWN_IDENTIFIERS: set[str] = set()
+
+
+def fast_identifier(value: Any, field: str) -> str:
+    """``kernel.memory_checks.identifier(value, field)`` (the API argument check, in the
+    peer's wording): an exact ``str`` matching the identifier pattern (which bounds it to
+    1–160 ASCII characters), or one that already matched, is returned as is; anything else
+    takes the full check."""
+    if type(value) is str:
+        if value in _KNOWN_IDENTIFIERS:
+            return value
+        if _CHECKS_IDENTIFIER_MATCH(value) is not None:
+            if len(_KNOWN_IDENTIFIERS) >= 4096:
+                _KNOWN_IDENTIFIERS.clear()
+            _KNOWN_IDENTIFIERS.add(value)
+            return value
+    return _checks_identifier(value, field)
+
+
+def _short_string_set(value: Any, field: str, lo: int) -> list[str]:
+    """``_string_set(value, field, lo, 128, 128)``; an empty list or one string of at most
+    64 characters (128 UTF-16 units at most) is checked inline, anything else in full."""
+    if type(value) is list:
+        if not value and lo == 0:
+            return []
+        if len(value) == 1:
+            item = value[0]
+            if type(item) is str and 0 < len(item) <= 64:
+                return [item]
+    return _string_set(value, field, lo, 128, 128)
+
+
 def _evidence_refs(raw: Any) -> list[dict[str, Any]]:
     if not _array(raw) or not 1 <= len(raw) <= 128:
         raise InvalidArgument("evidenceRefs must contain 1-128 entries")
-    return [_source_ref(entry, f"evidenceRefs[{i}]") for i, entry in enumerate(raw)]
+    out = []
+    match = _IDENTIFIER_MATCH
+    for i, entry in enumerate(raw):
+        # ``{store, id}`` of two identifiers is checked inline, anything else in full
+        if type(entry) is dict and len(entry) == 2:
+            store, ident = entry.get("store"), entry.get("id")
+            if (
+                type(store) is str
+                and type(ident) is str
+                and match(store) is not None
+                and match(ident) is not None
+            ):
+                out.append({"store": store, "id": ident})
+                continue
+        out.append(_source_ref(entry, f"evidenceRefs[{i}]"))
+    return out
+
+
+#: Retention modes that need no further field (``{"mode": m}`` is complete).
+_BARE_MODES: Final = frozenset(RETENTION_MODES - {"until_expired", "legal_hold"})
+_TIMESTAMP_HIT: Final = _timestamp_cache.get
+
+
+def _fast_timestamp(value: Any, field: str) -> str:
+    """``_timestamp(value, field)``: a string of 20 to 32 characters (within the field's
+    20–64 UTF-16 units whatever it holds) that the parser already converted is answered
+    from the parser's own cache; anything else takes the full path."""
+    if type(value) is str and 20 <= len(value) <= 32:
+        hit = _TIMESTAMP_HIT(value)
+        if hit is not None:
+            return hit[1]
+    return _timestamp(value, field)
+
+
+def _fast_provenance(raw: Any) -> dict[str, Any]:
+    """``_provenance(raw)``: ``{source, observedAt}`` (an identifier and a timestamp) is
+    checked inline, anything else in full."""
+    if type(raw) is dict and len(raw) == 2:
+        source, observed = raw.get("source"), raw.get("observedAt")
+        if type(source) is str and _IDENTIFIER_MATCH(source) is not None and (
+            type(observed) is str and 20 <= len(observed) <= 32
+        ):
+            hit = _TIMESTAMP_HIT(observed)
+            if hit is not None:
+                return {"source": source, "observedAt": hit[1]}
+    return _provenance(raw)
 
 
 _MEMO_LIMIT: Final = 32_768
@@ -216,12 +305,19 @@ def _seen(blob: bytes) -> bool:
     return hashlib.sha256(blob).digest() in _VERIFIED
 
 
-def _remember(out: dict[str, Any]) -> bytes | None:
+def _remember(
+    out: dict[str, Any], raw_blob: bytes | None = None, raw_key: bytes | None = None
+) -> bytes | None:
+    """Remember ``out``'s bytes as verified.  ``raw_blob`` / ``raw_key``: the input's bytes
+    and their SHA-256, when known — a stored record is usually its own normal form, and
+    then ``out``'s bytes are those bytes and their hash is not computed twice."""
     blob = _memo_key(out)
     if blob is not None:
         if len(_VERIFIED) >= _MEMO_LIMIT:
             _VERIFIED.clear()
-        _VERIFIED.add(hashlib.sha256(blob).digest())
+        if raw_key is None or blob != raw_blob:
+            raw_key = hashlib.sha256(blob).digest()
+        _VERIFIED.add(raw_key)
     return blob
 
 
@@ -236,11 +332,12 @@ def normalize_memory_record(raw: Any, *, profile: _digest.Profile = "peer") -> d
     if profile != "peer":
         return _normalize(raw, profile)
     blob = _memo_key(raw)
-    if blob is not None and _seen(blob):
+    key = hashlib.sha256(blob).digest() if blob is not None else None
+    if blob is not None and key in _VERIFIED:
         out: dict[str, Any] = _orjson.loads(blob)
         return out
     out = _normalize(raw, profile)
-    _remember(out)
+    _remember(out, blob, key)
     return out
 
 
@@ -249,11 +346,12 @@ def verified_memory_record(raw: Any) -> Mapping[str, Any]:
     hit ``raw`` itself (it *is* the normalized record), otherwise the new normalized
     record.  Never mutate or keep what it returns."""
     blob = _memo_key(raw)
-    if blob is not None and _seen(blob):
+    key = hashlib.sha256(blob).digest() if blob is not None else None
+    if key is not None and key in _VERIFIED:
         verified: Mapping[str, Any] = raw
         return verified
     out = _normalize(raw, "peer")
-    _remember(out)
+    _remember(out, blob, key)
     return out
 
 
@@ -261,11 +359,12 @@ def memory_record_blob(raw: Any) -> tuple[bytes, Mapping[str, Any]]:
     """``normalize_memory_record(raw)`` as compact JSON bytes (what a store keeps), and a
     mapping to read the normalized fields from — ``raw`` itself when it already was a
     verified record, so nothing is parsed; never store that mapping."""
-    blob = _memo_key(raw)
-    if blob is not None and _seen(blob):
-        return blob, raw
+    raw_blob = _memo_key(raw)
+    key = hashlib.sha256(raw_blob).digest() if raw_blob is not None else None
+    if raw_blob is not None and key in _VERIFIED:
+        return raw_blob, raw
     out = _normalize(raw, "peer")
-    blob = _remember(out)
+    blob = _remember(out, raw_blob, key)
     if blob is None:  # pragma: no cover - only without orjson
         import json
 
@@ -363,28 +462,45 @@ def _normalize(raw: Any, profile: _digest.Profile) -> dict[str, Any]:
             raise InvalidArgument("deleted/purged MemoryRecord must not retain contentRef")
         if "deletionFence" not in value:
             raise InvalidArgument("deleted/purged MemoryRecord requires deletionFence")
-    memory_id = _identifier(get("memoryId"), "memoryId")
-    scope, scope_id = _scope(get("scope"), get("scopeId", _MISSING))
+    memory_id = get("memoryId")
+    if type(memory_id) is not str or _IDENTIFIER_MATCH(memory_id) is None:
+        memory_id = _identifier(memory_id, "memoryId")
+    scope, scope_id = get("scope"), get("scopeId", _MISSING)
+    if (
+        type(scope) is not str
+        or type(scope_id) is not str
+        or scope not in SCOPE_ID_REQUIRED
+        or _IDENTIFIER_MATCH(scope_id) is None
+    ):
+        scope, scope_id = _scope(scope, scope_id)
     out: dict[str, Any] = {"schemaVersion": 1, "memoryId": memory_id, "scope": scope}
     if scope_id is not None:
         out["scopeId"] = scope_id
-    out["category"] = _identifier(get("category"), "category")
+    category = get("category")
+    if type(category) is not str or _IDENTIFIER_MATCH(category) is None:
+        category = _identifier(category, "category")
+    out["category"] = category
     out["content"] = content
     if "contentRef" in value:
         out["contentRef"] = _content_ref(value["contentRef"])
     if "summary" in value:
         out["summary"] = _string(value["summary"], "summary", 1, 16 * 1024)
-    out["provenance"] = _provenance(get("provenance"))
+    out["provenance"] = _fast_provenance(get("provenance"))
     out["evidenceRefs"] = _evidence_refs(get("evidenceRefs"))
     out["confidence"] = _number(get("confidence"), "confidence")
     out["importance"] = _number(get("importance"), "importance")
-    out["tags"] = _string_set(get("tags"), "tags", 0, 128, 128)
+    out["tags"] = _short_string_set(get("tags"), "tags", 0)
     out["sensitivity"] = sensitivity
-    out["allowedSinks"] = _string_set(get("allowedSinks"), "allowedSinks", 1, 128, 128)
+    out["allowedSinks"] = _short_string_set(get("allowedSinks"), "allowedSinks", 1)
     out["state"] = state
-    out["retentionPolicy"] = _retention(get("retentionPolicy"))
-    out["createdAt"] = _timestamp(get("createdAt"), "createdAt")
-    out["updatedAt"] = _timestamp(get("updatedAt"), "updatedAt")
+    retention = get("retentionPolicy")
+    mode = retention.get("mode") if type(retention) is dict and len(retention) == 1 else None
+    if type(mode) is str and mode in _BARE_MODES:
+        out["retentionPolicy"] = {"mode": mode}
+    else:
+        out["retentionPolicy"] = _retention(retention)
+    out["createdAt"] = _fast_timestamp(get("createdAt"), "createdAt")
+    out["updatedAt"] = _fast_timestamp(get("updatedAt"), "updatedAt")
     if "lastAccessedAt" in value:
         out["lastAccessedAt"] = _timestamp(value["lastAccessedAt"], "lastAccessedAt")
     out["accessCount"] = _integer(get("accessCount"), "accessCount")

@@ -15,7 +15,9 @@ backup restored); they bypass the CAS and do not advance the store revision.
 
 from __future__ import annotations
 
+import bisect
 import json
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -30,6 +32,15 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
 _loads: Any = orjson.loads if orjson is not None else json.loads
 
 
+_FREEZE_OPTIONS: Final = (
+    orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    if orjson is not None
+    else 0
+)
+
+
 def _freeze(value: Mapping[str, Any]) -> bytes | dict[str, Any]:
     """A private copy of a JSON mapping: its compact JSON, or a deep copy when the JSON
     would not give the value back.  Of the serialiser's silent changes (it refuses
@@ -39,18 +50,39 @@ def _freeze(value: Mapping[str, Any]) -> bytes | dict[str, Any]:
     plain = value if type(value) is dict else dict(value)
     if orjson is not None:
         try:
-            blob = orjson.dumps(
-                plain,
-                option=orjson.OPT_PASSTHROUGH_SUBCLASS
-                | orjson.OPT_PASSTHROUGH_DATACLASS
-                | orjson.OPT_PASSTHROUGH_DATETIME,
-            )
+            blob = orjson.dumps(plain, option=_FREEZE_OPTIONS)
         except TypeError:
             pass
         else:
-            if b"null" not in blob or orjson.loads(blob) == plain:
+            if b"null" not in blob or _plain_json(plain) or orjson.loads(blob) == plain:
                 return blob
     return json_copy(plain)
+
+
+_LEAVES: Final = frozenset({str, int, bool, type(None)})
+
+
+def _plain_json(value: Any) -> bool:
+    """Only exact dicts and lists, strings, integers, booleans, ``null`` and finite floats:
+    then parsing the serialiser's output gives ``value`` back (it refuses integers it
+    cannot print), so ``orjson.loads(blob) == value`` holds without parsing.  ``False``
+    means "not shown" (a tuple, a NaN, an enum, …): the caller parses and compares."""
+    kind = type(value)
+    if kind is dict:
+        items: Iterable[Any] = value.values()
+    elif kind is list:
+        items = value
+    elif kind is float:
+        return math.isfinite(value)
+    else:
+        return kind in _LEAVES
+    leaves = _LEAVES
+    for item in items:
+        if type(item) in leaves:
+            continue
+        if not _plain_json(item):
+            return False
+    return True
 
 
 def _thaw(stored: bytes | dict[str, Any]) -> dict[str, Any]:
@@ -69,8 +101,11 @@ _SCOPE: Final = 2
 _STATE: Final = 3
 
 
-def _stored(blob: bytes, record: Mapping[str, Any]) -> _Stored:
-    return (blob, record["revision"], (record["scope"], record.get("scopeId")), record["state"])
+def _stored(blob: bytes, record: Mapping[str, Any], previous: _Stored | None = None) -> _Stored:
+    scope = (record["scope"], record.get("scopeId"))
+    if previous is not None and previous[_SCOPE] == scope:
+        scope = previous[_SCOPE]  # the same scope: share the previous version's pair
+    return (blob, record["revision"], scope, record["state"])
 
 
 def _load(stored: _Stored) -> dict[str, Any]:
@@ -85,9 +120,13 @@ class InMemoryMemoryPort:
         self._name = name
         self._records: dict[str, _Stored] = {}
         self._by_scope: dict[tuple[str, str | None], set[str]] = {}
-        self._events: list[tuple[str | None, bytes | dict[str, Any]]] = []
+        # events and the change feed as parallel lists (owner / event, revision / record):
+        # no tuple per entry for the cyclic collector to count
+        self._event_owners: list[str | None] = []
+        self._events: list[bytes | dict[str, Any]] = []
         self._reconciliations: dict[str, bytes | dict[str, Any]] = {}
-        self._changes: list[tuple[int, _Stored]] = []
+        self._change_revisions: list[int] = []
+        self._changes: list[_Stored] = []
         self._revision = 0
         self.seed(seed)
 
@@ -100,7 +139,8 @@ class InMemoryMemoryPort:
         for raw in records:
             stored = self._place(raw)
             self._revision += 1
-            self._changes.append((self._revision, stored))
+            self._change_revisions.append(self._revision)
+            self._changes.append(stored)
 
     def _place(self, raw: Mapping[str, Any]) -> _Stored:
         """Verify ``raw`` and make it the current version of its record (no CAS)."""
@@ -131,19 +171,21 @@ class InMemoryMemoryPort:
                 "a commit must advance the record revision by one",
                 details={"memoryId": memory_id, "expectedRevision": expected_revision},
             )
-        event = (commit.event.get("memoryId"), _freeze(commit.event))
+        owner, event = commit.event.get("memoryId"), _freeze(commit.event)
         operation = commit.reconciliation
         frozen = _freeze(operation) if operation is not None else None
-        stored = _stored(blob, record)
+        stored = _stored(blob, record, current)
         if current is not None and current[_SCOPE] != stored[_SCOPE]:
             self._by_scope[current[_SCOPE]].discard(memory_id)
         self._records[memory_id] = stored
         self._by_scope.setdefault(stored[_SCOPE], set()).add(memory_id)
+        self._event_owners.append(owner)
         self._events.append(event)
         if operation is not None and frozen is not None:
             self._reconciliations[str(operation["requestId"])] = frozen
         self._revision += 1
-        self._changes.append((self._revision, stored))
+        self._change_revisions.append(self._revision)
+        self._changes.append(stored)
         return CommitResult(True, self._revision, revision=stored[_REVISION])
 
     def store_revision(self) -> int:
@@ -164,21 +206,23 @@ class InMemoryMemoryPort:
         return [_load(stored) for _, stored in sorted(self._records.items())]
 
     def changes(self, since: int = 0) -> list[tuple[int, dict[str, Any]]]:
-        if since <= 0:
-            start = 0
-        else:  # the feed is ordered by revision: find the first entry after ``since``
-            lo, hi = 0, len(self._changes)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if self._changes[mid][0] <= since:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            start = lo
-        return [(rev, _load(stored)) for rev, stored in self._changes[start:]]
+        # the feed is ordered by revision: find the first entry after ``since``
+        start = bisect.bisect_right(self._change_revisions, since) if since > 0 else 0
+        return [
+            (rev, _load(stored))
+            for rev, stored in zip(
+                self._change_revisions[start:], self._changes[start:], strict=True
+            )
+        ]
 
     def events(self, memory_id: str | None = None) -> list[dict[str, Any]]:
-        return [_thaw(e) for owner, e in self._events if memory_id is None or owner == memory_id]
+        if memory_id is None:
+            return [_thaw(e) for e in self._events]
+        return [
+            _thaw(e)
+            for owner, e in zip(self._event_owners, self._events, strict=True)
+            if owner == memory_id
+        ]
 
     def get_reconciliation(self, request_id: str) -> dict[str, Any] | None:
         operation = self._reconciliations.get(request_id)
@@ -214,7 +258,9 @@ class InMemoryMemoryPort:
         port = cls(name=name)
         for raw in snapshot.get("records") or ():
             port._place(raw)
-        port._events = [(e.get("memoryId"), _freeze(e)) for e in snapshot.get("events") or ()]
+        events = snapshot.get("events") or ()
+        port._event_owners = [e.get("memoryId") for e in events]
+        port._events = [_freeze(e) for e in events]
         port._reconciliations = {
             str(k): _freeze(v) for k, v in (snapshot.get("reconciliations") or {}).items()
         }
