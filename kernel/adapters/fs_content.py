@@ -18,7 +18,13 @@ hashed on a helper thread while the calling thread writes them (``hashlib`` and
 ``os.write`` release the GIL), so a put costs about one SHA-256 pass instead of
 a hash plus a copy; at most three chunks are referenced at once (one hashed,
 one queued and written, one being read), and the thread lives only for the
-duration of one ``put``.  ``get`` re-hashes
+duration of one ``put`` (if every core was busy and it never ran, the caller
+hashes instead and the thread exits as soon as it is scheduled, holding
+nothing).  Everything that does not need the digest — creating both temp
+files, the fsync of the blob, the policy fingerprint — runs while the last
+chunk is hashed; after it only the shard directories (one ``mkdir`` each; a
+shard made by this put is known empty, so no existence check), two renames and
+the ref record remain.  ``get`` re-hashes
 what it reads (``digest_mismatch`` on any difference), a missing object is
 ``content_unavailable``, and the stored policy is re-checked against the reader
 (:func:`kernel.content.check_access`).  ``purge`` removes the ref and, when no
@@ -27,12 +33,12 @@ other ref shares it, the blob.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import hashlib
 import json
 import os
 import queue
-import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -60,42 +66,80 @@ class _StreamHash:
     Chunks are hashed in order: small leading chunks inline, then everything on
     the thread (started by the first large chunk).  ``queue`` holds one chunk, so a
     slow hash blocks the producer instead of buffering the stream.
+
+    The helper is a bare ``_thread`` thread joined through a lock it releases as
+    its last action: ``threading.Thread.start`` waits for the new thread to be
+    scheduled (about 0.04 ms idle, a whole scheduler slice when the other cores are
+    busy), which is a tenth of the hash of 1 MiB; here the caller goes on writing
+    at once and only waits in :meth:`close`.  Whoever takes ``claim`` first hashes:
+    if the helper has still not run when the caller is done (every core busy), the
+    caller hashes the pending chunks itself instead of waiting a scheduler slice for
+    it; the helper then finds the claim taken and exits at once, holding nothing.
     """
 
     def __init__(self) -> None:
         self._hasher = hashlib.sha256()
         self._queue: queue.Queue[bytes | memoryview | None] | None = None
-        self._thread: threading.Thread | None = None
+        self._done: _thread.LockType | None = None  # held while the helper runs
+        self._claim = _thread.allocate_lock()  # taken by whoever hashes the large chunks
         self._error: BaseException | None = None
+        self._first: bytes | memoryview = b""  # handed to the helper without a queue trip
 
     def update(self, chunk: bytes | memoryview) -> None:
-        if self._thread is None:
+        if self._done is None:
             if len(chunk) < PARALLEL_MIN:
                 self._hasher.update(chunk)
                 return
             self._queue = queue.Queue(maxsize=1)
-            self._thread = threading.Thread(target=self._run, name="fs-content-sha256")
-            self._thread.daemon = True
-            self._thread.start()
+            done = _thread.allocate_lock()
+            done.acquire()
+            self._first = chunk
+            _thread.start_new_thread(self._run, (done,))  # raises: no thread started
+            self._done = done
+            return
         assert self._queue is not None
         self._queue.put(chunk)
 
-    def _run(self) -> None:
-        assert self._queue is not None
-        while (chunk := self._queue.get()) is not None:
-            if self._error is None:  # after a failure keep draining: never block the producer
-                try:
-                    self._hasher.update(chunk)
-                except BaseException as exc:
-                    self._error = exc
+    def _hash(self, chunk: bytes | memoryview) -> None:
+        if self._error is None:  # after a failure keep draining: never block the producer
+            try:
+                self._hasher.update(chunk)
+            except BaseException as exc:
+                self._error = exc
+
+    def _run(self, done: _thread.LockType) -> None:
+        try:
+            if not self._claim.acquire(False):
+                return  # the caller already hashed everything itself
+            assert self._queue is not None
+            first, self._first = self._first, b""
+            self._hash(first)  # at once: the GIL is released while it runs
+            del first  # hold no more than the chunk being hashed
+            while (chunk := self._queue.get()) is not None:
+                self._hash(chunk)
+                del chunk
+        finally:
+            done.release()
 
     def close(self) -> None:
         """Stop the helper thread (idempotent; also on the error paths of ``put``)."""
-        if self._thread is not None:
-            assert self._queue is not None
+        if self._done is None:
+            return
+        assert self._queue is not None
+        if self._claim.acquire(False):  # the helper never ran: hash here, do not wait for it
+            first, self._first = self._first, b""
+            self._hash(first)
+            while True:
+                try:
+                    chunk = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if chunk is not None:
+                    self._hash(chunk)
+        else:
             self._queue.put(None)
-            self._thread.join()
-            self._thread = None
+            self._done.acquire()  # released by the helper's last statement
+        self._done = None
 
     def hexdigest(self) -> str:
         self.close()
@@ -159,7 +203,7 @@ class _Staged:
 
     __slots__ = ("_open", "fd", "path")
 
-    def __init__(self, fd: int, path: Path) -> None:
+    def __init__(self, fd: int, path: str) -> None:
         self.fd = fd
         self.path = path
         self._open = True
@@ -173,7 +217,8 @@ class _Staged:
         try:
             self.close()
         finally:
-            self.path.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
 
 
 class FsContentPort:
@@ -196,6 +241,9 @@ class FsContentPort:
         for sub in ("blobs", "refs", "tmp"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self._dirs: set[str] = set()  # shard directories known to exist (never removed)
+        self._blobs = os.path.join(self.root, "blobs")
+        self._refs = os.path.join(self.root, "refs")
+        self._tmp = os.path.join(self.root, "tmp")
 
     # ----------------------------------------------------------------- paths
     def _blob(self, hex_digest: str) -> Path:
@@ -207,30 +255,48 @@ class FsContentPort:
             raise ContentUnavailable("unknown content object", details={"objectId": object_id})
         return self.root / "refs" / head[:2] / head[2:4] / f"{object_id}.json"
 
-    def _temp(self) -> tuple[int, Path]:
-        name = f"tmp-{os.getpid()}-{os.urandom(8).hex()}"
-        path = self.root / "tmp" / name
+    def _temp(self) -> tuple[int, str]:
+        path = os.path.join(self._tmp, f"tmp-{os.getpid()}-{os.urandom(8).hex()}")
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
         return os.open(path, flags, 0o644), path
 
-    def _publish(self, staged: _Staged, final: Path) -> None:
-        temp = staged.path
+    def _shard(self, parent: str) -> bool:
+        """Make sure the shard directory ``parent`` exists; True when this call created
+        it (then nothing can be published in it yet).  One ``mkdir`` in the usual case."""
+        if parent in self._dirs:
+            return False
+        try:
+            os.mkdir(parent)
+            created = True
+        except FileExistsError:
+            created = False
+        except FileNotFoundError:  # the upper shard level is new too
+            os.makedirs(os.path.dirname(parent), exist_ok=True)
+            try:
+                os.mkdir(parent)
+                created = True
+            except FileExistsError:
+                created = False
+        self._dirs.add(parent)
+        return created
+
+    def _seal(self, staged: _Staged) -> None:
+        """Flush (``durable``) and close a fully written temp file."""
         try:
             if self.durable:
                 os.fsync(staged.fd)
         finally:
             staged.close()
-        parent = os.path.dirname(final)
-        if parent not in self._dirs:
-            os.makedirs(parent, exist_ok=True)
-            self._dirs.add(parent)
+
+    def _publish(self, staged: _Staged, final: str) -> None:
+        """Rename a sealed temp file to ``final`` (its shard already made by ``_shard``)."""
         try:
-            os.replace(temp, final)
+            os.replace(staged.path, final)
         except FileNotFoundError:  # a shard directory removed behind our back
-            if not os.path.exists(temp):
+            if not os.path.exists(staged.path):
                 raise
-            os.makedirs(parent, exist_ok=True)
-            os.replace(temp, final)
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            os.replace(staged.path, final)
 
     # ----------------------------------------------------------------- port
     def put(self, content: ContentSource, policy: ContentPolicy) -> ContentRef:
@@ -240,6 +306,7 @@ class FsContentPort:
         hex_digest = ""
         length = 0
         ref_temp: _Staged | None = None
+        policy_suffix, summary, policy_record = "", "", {}
         try:
             try:
                 blob_temp: _Staged | None = None
@@ -254,14 +321,21 @@ class FsContentPort:
                     length += len(chunk)
                 if blob_temp is None:  # empty content
                     blob_temp = self._stage(staged)
-                ref_temp = self._stage(staged)  # created while the last chunk is hashed
+                # While the last chunk is hashed: flush the blob, stage the ref record.
+                self._seal(blob_temp)
+                ref_temp = self._stage(staged)
+                # Digest-independent parts of the ref, also while the hash finishes.
+                policy_suffix = object_id_for("", policy)  # ".<policy fingerprint>"
+                summary, policy_record = ref_summary(policy), _policy_wire(policy)
                 hex_digest = hasher.hexdigest()
             finally:
                 hasher.close()
             hashed = True
-            blob = self._blob(hex_digest)
-            if os.path.exists(blob):  # same bytes already stored: keep the published copy
-                blob_temp.discard()
+            shard = os.path.join(self._blobs, hex_digest[:2], hex_digest[2:4])
+            blob = os.path.join(shard, hex_digest)
+            # A shard made just now is empty; otherwise the same bytes may be stored.
+            if not self._shard(shard) and os.path.exists(blob):
+                blob_temp.discard()  # content addressing: keep the published copy
             else:
                 self._publish(blob_temp, blob)
         except OSError as exc:
@@ -278,20 +352,23 @@ class FsContentPort:
             raise
         ref = ContentRef(
             store=self.store,
-            object_id=object_id_for(hex_digest, policy),
+            object_id=hex_digest + policy_suffix,  # = object_id_for(hex_digest, policy)
             digest=DIGEST_PREFIX + hex_digest,
             byte_length=length,
-            summary=ref_summary(policy),
+            summary=summary,
             recoverable=True,
             mime_type=policy.mime_type,
             access_policy=policy.access_policy,
         )
-        record = json.dumps({"ref": ref.to_wire(), "policy": _policy_wire(policy)}).encode("utf-8")
+        record = json.dumps({"ref": ref.to_wire(), "policy": policy_record}).encode("utf-8")
         try:
             if ref_temp is None:
                 ref_temp = self._stage([])
             os.write(ref_temp.fd, record)
-            self._publish(ref_temp, self._ref(ref.object_id))
+            self._seal(ref_temp)
+            shard = os.path.join(self._refs, hex_digest[:2], hex_digest[2:4])
+            self._shard(shard)
+            self._publish(ref_temp, os.path.join(shard, f"{ref.object_id}.json"))
         except BaseException as exc:
             if ref_temp is not None:
                 ref_temp.discard()

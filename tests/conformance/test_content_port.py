@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import io
 import itertools
+import os
 import re
+import threading
+import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,7 @@ from hypothesis import strategies as st
 
 from kernel.adapters.fs_content import MIB, FsContentPort
 from kernel.adapters.memory_content import InMemoryContentPort
+from kernel.content import object_id_for
 from kernel.errors import ContentUnavailable, DigestMismatch, KernelError, ScopeDenied, SinkDenied
 from kernel.ports import AccessContext, ContentPolicy, ContentPort, ContentRef
 
@@ -55,6 +59,7 @@ def test_put_get_round_trip(port: Any, shape: str) -> None:
     assert ref.digest == "sha256:" + hashlib.sha256(data).hexdigest()
     assert ref.byte_length == len(data) and ref.recoverable and ref.mime_type == "text/plain"
     assert re.fullmatch(r"[0-9a-f]{64}\.[0-9a-f]{16}", ref.object_id)  # Windows-safe
+    assert ref.object_id == object_id_for(hashlib.sha256(data).hexdigest(), POLICY)
     assert port.get(ref, READER) == data
     assert ContentRef.from_wire(ref.to_wire()) == ref
 
@@ -190,3 +195,107 @@ def test_a_100_mib_result_is_never_held_twice(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert streamed.digest == ref.digest
     assert peak < 3 * 4 * MIB + 16 * MIB, peak
+
+
+def _live_threads() -> int:
+    """OS threads of this process (``_thread`` helpers are not in ``threading``)."""
+    task = Path("/proc/self/task")
+    return len(list(task.iterdir())) if task.is_dir() else threading.active_count()
+
+
+def _settled_threads(baseline: int) -> int:
+    deadline = time.monotonic() + 2.0  # a released helper may take a moment to exit
+    while (count := _live_threads()) > baseline and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return count
+
+
+@pytest.mark.parametrize("durable", [False, True])
+@pytest.mark.parametrize("first", [1000, 2 * MIB])  # inline hash / helper thread started
+def test_a_stream_breaking_mid_put_leaves_no_temp_files_and_no_thread(
+    tmp_path: Path, durable: bool, first: int
+) -> None:
+    port = FsContentPort(tmp_path / "c", chunk_size=MIB, durable=durable)
+
+    def broken() -> Any:
+        yield bytes(first)
+        yield bytes(MIB)
+        raise OSError("connection reset mid-stream")
+
+    baseline = _live_threads()
+    with pytest.raises(KernelError) as info:
+        port.put(broken(), POLICY)
+    assert info.value.code == "store_failure"
+    assert list((tmp_path / "c" / "tmp").iterdir()) == []
+    assert list(port.blobs()) == [] and port.object_ids() == []
+    assert _settled_threads(baseline) <= baseline
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupted() -> Any:
+        yield bytes(first)
+        raise Interrupted
+
+    with pytest.raises(Interrupted):  # not an OSError: propagates as is, still cleaned up
+        port.put(interrupted(), POLICY)
+    assert list((tmp_path / "c" / "tmp").iterdir()) == []
+    assert _settled_threads(baseline) <= baseline
+    ref = port.put(iter([bytes(first), bytes(MIB)]), POLICY)  # the store still works
+    assert port.get(ref, READER) == bytes(first + MIB)
+    assert list((tmp_path / "c" / "tmp").iterdir()) == []
+
+
+def test_a_failing_disk_write_mid_put_leaves_no_temp_files_and_no_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = FsContentPort(tmp_path / "c", chunk_size=MIB)
+    real_write = os.write
+    calls = itertools.count()
+
+    def flaky_write(fd: int, data: Any) -> int:
+        if next(calls) == 1:  # the second chunk: written while the helper hashes
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", flaky_write)
+    baseline = _live_threads()
+    with pytest.raises(KernelError) as info:
+        port.put(bytes(3 * MIB), POLICY)
+    assert info.value.code == "store_failure"
+    monkeypatch.undo()
+    assert list((tmp_path / "c" / "tmp").iterdir()) == []
+    assert list(port.blobs()) == [] and port.object_ids() == []
+    assert _settled_threads(baseline) <= baseline
+
+
+@pytest.mark.parametrize("chunks", [1, 2])
+def test_the_caller_hashes_itself_when_the_helper_is_never_scheduled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: int
+) -> None:
+    from kernel.adapters import fs_content
+
+    real_start = fs_content._thread.start_new_thread
+    scheduled = threading.Event()  # the helper is stuck behind busy cores until set
+
+    def late_start(fn: Any, args: tuple[Any, ...]) -> int:
+        def late() -> None:
+            scheduled.wait(timeout=10)
+            fn(*args)
+
+        return real_start(late, ())
+
+    monkeypatch.setattr(fs_content._thread, "start_new_thread", late_start)
+    port = FsContentPort(tmp_path / "c", chunk_size=MIB, durable=False)
+    data = os.urandom(chunks * MIB)
+    baseline = _live_threads()
+    started = time.monotonic()
+    try:
+        ref = port.put(data, POLICY)
+        assert time.monotonic() - started < 5  # did not wait for the helper
+    finally:
+        scheduled.set()
+    assert ref.digest == "sha256:" + hashlib.sha256(data).hexdigest()
+    assert port.get(ref, READER) == data
+    assert list((tmp_path / "c" / "tmp").iterdir()) == []
+    assert _settled_threads(baseline) <= baseline  # it exits once it runs
