@@ -35,14 +35,12 @@ from kernel import compaction as m
 from kernel.compaction_invariants import verify_compaction
 from kernel.compaction_summary import (
     PROVIDER_USAGE_UNSETTLED,
-    bounded_string,
     json_byte_length,
-    known_fields,
     normalize_summary_output,
-    object_value,
 )
 from kernel.digest import Profile, digest
 from kernel.errors import InvalidArgument, LegacyWriterFenced, NonPortableValue
+from kernel.memory_checks import bounded_string, known_fields, object_value
 from kernel.normalize_batch import normalize_context_items
 from kernel.planner import item_order_key, plan_context
 from kernel.ports import (

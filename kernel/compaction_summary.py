@@ -39,6 +39,11 @@ from kernel.errors import (
     ScopeDenied,
     SinkDenied,
 )
+from kernel.memory_checks import (  # the shared argument checks, in the peer's wording
+    bounded_string,
+    known_fields,
+    object_value,
+)
 from kernel.normalize import normalize_context_item
 
 PROVIDER_USAGE_UNSETTLED: Final = "provider_usage_unsettled"
@@ -60,33 +65,6 @@ MAX_USAGE_BYTES: Final = 16 * 1024
 
 
 # --------------------------------------------------------------------------- small checks
-
-
-def js_length(text: str) -> int:
-    """``String#length``: UTF-16 code units."""
-    return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def object_value(value: Any, label: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise InvalidArgument(f"{label} must be an object", details={"field": label})
-    return value
-
-
-def known_fields(value: Mapping[str, Any], fields: frozenset[str], label: str) -> None:
-    unknown = [key for key in value if key not in fields]
-    if unknown:
-        raise InvalidArgument(
-            f"{label} contains unknown fields", details={"field": label, "unknown": unknown}
-        )
-
-
-def bounded_string(value: Any, field: str, lo: int = 0, hi: int = 4096) -> str:
-    if not isinstance(value, str) or not lo <= js_length(value) <= hi:
-        raise InvalidArgument(
-            f"{field} must be a string between {lo} and {hi} characters", details={"field": field}
-        )
-    return value
 
 
 def json_byte_length(value: Any, field: str, maximum: int, profile: Profile) -> int:
