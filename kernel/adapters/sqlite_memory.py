@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from kernel.adapters._sqlite import open_wal, query, transaction
 from kernel.errors import InvalidArgument, StoreFailure
 from kernel.memory_ports import CommitResult, MemoryCommit
 from kernel.normalize import normalize_memory_record
@@ -74,14 +75,7 @@ class SqliteMemoryPort:
     ) -> None:
         self.path = Path(path)
         self._name = name
-        try:
-            self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            self._conn.executescript(SCHEMA)
-        except sqlite3.Error as exc:
-            raise StoreFailure("cannot open the SQLite memory store", details={}) from exc
+        self._conn = open_wal(self.path, timeout, SCHEMA, "memory store")
 
     @property
     def name(self) -> str:
@@ -91,29 +85,11 @@ class SqliteMemoryPort:
         self._conn.close()
 
     # ----------------------------------------------------------------- plumbing
-    @contextmanager
-    def _tx(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
-        conn = self._conn
-        try:
-            conn.execute(f"BEGIN {mode}")
-        except sqlite3.Error as exc:
-            raise StoreFailure("cannot begin a SQLite transaction", details={}) from exc
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
-            raise StoreFailure("SQLite commit failed", details={}) from exc
+    def _tx(self, mode: str = "IMMEDIATE") -> AbstractContextManager[sqlite3.Connection]:
+        return transaction(self._conn, mode)
 
     def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        try:
-            return list(self._conn.execute(sql, args).fetchall())
-        except sqlite3.Error as exc:
-            raise StoreFailure("SQLite query failed", details={}) from exc
+        return query(self._conn, sql, args)
 
     @staticmethod
     def _write(conn: sqlite3.Connection, record: Mapping[str, Any], event: Any) -> int:

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from kernel.adapters._sqlite import open_wal, query, transaction
 from kernel.adapters.memory_session import HeadFn, session_head
 from kernel.digest import Profile
-from kernel.errors import StoreFailure
 from kernel.ports import CasResult, OperationRecord, SessionSnapshot
 
 SCHEMA = """
@@ -70,42 +70,17 @@ class SqliteSessionPort:
     ) -> None:
         self.path = Path(path)
         self._head_fn: HeadFn = head_fn or (lambda prev, d: session_head(prev, d, profile))
-        try:
-            self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            self._conn.executescript(SCHEMA)
-        except sqlite3.Error as exc:
-            raise StoreFailure("cannot open the SQLite session store", details={}) from exc
+        self._conn = open_wal(self.path, timeout, SCHEMA, "session store")
 
     def close(self) -> None:
         self._conn.close()
 
     # ----------------------------------------------------------------- plumbing
-    @contextmanager
-    def _tx(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
-        conn = self._conn
-        try:
-            conn.execute(f"BEGIN {mode}")
-        except sqlite3.Error as exc:
-            raise StoreFailure("cannot begin a SQLite transaction", details={}) from exc
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
-            raise StoreFailure("SQLite commit failed", details={}) from exc
+    def _tx(self, mode: str = "IMMEDIATE") -> AbstractContextManager[sqlite3.Connection]:
+        return transaction(self._conn, mode)
 
     def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        try:
-            return list(self._conn.execute(sql, args).fetchall())
-        except sqlite3.Error as exc:
-            raise StoreFailure("SQLite query failed", details={}) from exc
+        return query(self._conn, sql, args)
 
     # ----------------------------------------------------------------- seeding
     def seed(
