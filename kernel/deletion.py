@@ -60,7 +60,11 @@ from kernel.memory_checks import (
 )
 from kernel.memory_ports import MemoryCommit, MemoryPort, PurgePort, json_copy
 from kernel.normalize import kernel_value_digest, keys_sort_canonically
-from kernel.normalize_memory import fast_identifier
+from kernel.normalize_memory import (
+    fast_identifier,
+    parse_stored_record,
+    verified_stored_record,
+)
 from kernel.ports import Clock, ContentPort, ContentRef, NewId, PurgeReceipt
 
 __all__ = [
@@ -112,6 +116,9 @@ class DeletionContext:
     new_id: NewId
     content: ContentPort | None = None
     purge_ports: Sequence[PurgePort] = ()
+    #: :func:`port_names` of ``purge_ports`` when already read (a batch reads them once);
+    #: ``None``: read them for each deletion.
+    purge_names: tuple[str, ...] | None = None
 
 
 def _advance(operation: dict[str, Any], state: str) -> None:
@@ -264,13 +271,23 @@ def run_purge_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> lis
         return entries
     request = _purge_request(operation)
     flat = _flat_refs(request["evidenceRefs"])
-    for name, port in zip(port_names(ctx.purge_ports), ctx.purge_ports, strict=True):
+    scalars = _FLAT_SCALARS
+    names = ctx.purge_names if ctx.purge_names is not None else port_names(ctx.purge_ports)
+    for name, port in zip(names, ctx.purge_ports, strict=True):
         try:
-            value = _receipt_value(port.purge(_request_copy(request, flat)))
+            value = port.purge(_request_copy(request, flat))
+            # a flat receipt (the common shape) is copied inline, anything else in full
+            if type(value) is dict and scalars.issuperset(map(type, value.values())):
+                value = dict(value)
+            else:
+                value = _receipt_value(value)
         except Exception as exc:  # a failing copy is a pending store, never a crash
             entries.append(_failed(name, exc))
         else:
-            entries.append(_settled(name, value))
+            if value is not None and value.get("status") == "purged":
+                entries.append({"store": name, "status": "purged", "receipt": value})
+            else:
+                entries.append(_settled(name, value))
     return entries
 
 
@@ -384,8 +401,11 @@ def _receipt_digest(receipt: Mapping[str, Any]) -> str:
 
 def _sealed(operation: Mapping[str, Any], receipt: Mapping[str, Any]) -> dict[str, Any]:
     """The operation as stored once purged (the store copies it, with the receipt)."""
-    sealed = {k: v for k, v in operation.items() if k not in ("contentRef", "evidenceRefs")}
-    sealed.update(state="purged", receipt=receipt)
+    sealed = dict(operation)
+    sealed.pop("contentRef", None)
+    sealed.pop("evidenceRefs", None)
+    sealed["state"] = "purged"
+    sealed["receipt"] = receipt
     return sealed
 
 
@@ -460,7 +480,14 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
         if existing.get("receipt"):
             return dict(existing["receipt"])  # the port's own copy
         return reconcile_deletion(ctx, request_id)
-    current = ctx.memory.read(memory_id)
+    # a port that exposes its stored bytes (``read_blob``: the bytes ``read`` parses) hands
+    # them over: the kernel parses them and verifies the record by their own hash, below
+    read_blob = getattr(ctx.memory, "read_blob", None)
+    blob = read_blob(memory_id) if read_blob is not None else None
+    current = parse_stored_record(blob) if type(blob) is bytes else None
+    if current is None:
+        blob = None
+        current = ctx.memory.read(memory_id)
     if current is None:
         raise InvalidArgument("memory record does not exist", details={"memoryId": memory_id})
     if current["scope"] != binding["scope"] or current.get("scopeId") != binding.get("scopeId"):
@@ -482,12 +509,17 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
         "stores": [],
         "startedAt": clock_iso(ctx.clock),
     }
-    deletion = transition_memory(
-        current,
-        _command(operation, "delete", binding["expectedRevision"]),
-        clock=ctx.clock,
-        new_id=ctx.new_id,
-    )
+    command = _command(operation, "delete", binding["expectedRevision"])
+    if blob is not None:  # verified here, by the stored bytes' own hash
+        deletion = transition_memory(
+            verified_stored_record(blob, current),
+            command,
+            clock=ctx.clock,
+            new_id=ctx.new_id,
+            verified=True,
+        )
+    else:
+        deletion = transition_memory(current, command, clock=ctx.clock, new_id=ctx.new_id)
     tombstone = deletion.record
     # the operation is stored with the tombstone, in the same transaction
     tombstoned = {**operation, "state": "tombstoned", "tombstoneRevision": tombstone["revision"]}
@@ -544,6 +576,8 @@ def delete_memories(
             f"deletion requests must be an array of at most {MAX_BATCH}",
             details={"field": "requests"},
         )
+    if ctx.purge_names is None and ctx.purge_ports:  # the stores' names, read once
+        ctx = dataclasses.replace(ctx, purge_names=port_names(ctx.purge_ports))
     out: list[dict[str, Any]] = []
     append = out.append
     for raw in requests:
@@ -617,5 +651,7 @@ def with_purge_observer(ctx: DeletionContext, observer: PurgeObserver) -> Deleti
             return self._port.purge(request)
 
     return dataclasses.replace(
-        ctx, purge_ports=tuple(_Observed(p, i) for i, p in enumerate(ctx.purge_ports))
+        ctx,
+        purge_ports=tuple(_Observed(p, i) for i, p in enumerate(ctx.purge_ports)),
+        purge_names=None,
     )

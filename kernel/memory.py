@@ -416,17 +416,25 @@ class Transition(NamedTuple):
 
 
 def transition_memory(
-    record: Transition | Mapping[str, Any], command: Any, *, clock: Clock, new_id: NewId
+    record: Transition | Mapping[str, Any],
+    command: Any,
+    *,
+    clock: Clock,
+    new_id: NewId,
+    verified: bool = False,
 ) -> Transition:
     """:func:`apply_memory_command` without the ``MemoryReceipt``, for callers that write
     their own receipt (deletion).  Same checks, same clock and id calls.
 
     ``record`` is verified as :func:`apply_memory_command` verifies it — unless it is the
     :class:`Transition` a previous call returned: that record was produced here and has not
-    crossed a boundary since, so it continues as is.  ``record`` is only read; the new
-    record may share nested values with it."""
+    crossed a boundary since, so it continues as is — or ``verified``: the caller has just
+    verified it (:func:`kernel.normalize_memory.verified_stored_record`).  ``record`` is
+    only read; the new record may share nested values with it."""
     if isinstance(record, Transition):
         current: Mapping[str, Any] = record.record
+    elif verified:
+        current = record
     else:
         current = verified_memory_record(record)
     new, event, _, _ = _transition(current, command, clock, new_id, None)

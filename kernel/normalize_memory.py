@@ -67,9 +67,11 @@ __all__ = [
     "forget_verified_records",
     "memory_record_blob",
     "normalize_memory_record",
+    "parse_stored_record",
     "purged_record",
     "tombstone_record",
     "verified_memory_record",
+    "verified_stored_record",
 ]
 
 try:
@@ -289,6 +291,18 @@ def _fast_provenance(raw: Any) -> dict[str, Any]:
 
 _MEMO_LIMIT: Final = 32_768
 _VERIFIED: set[bytes] = set()
+#: The bytes last remembered and their SHA-256 (``[blob, key]``): a derived record is
+#: remembered when the reducer builds it and looked up again, byte for byte, when a store
+#: commits it — equal bytes have the same hash, so it is not computed twice.
+_RECENT: list[bytes] = [b"", b""]
+
+
+def _key(blob: bytes) -> bytes:
+    """SHA-256 of ``blob`` (the last remembered output's, when ``blob`` is those bytes)."""
+    recent = _RECENT
+    if blob == recent[0]:
+        return recent[1]
+    return hashlib.sha256(blob).digest()
 
 
 def _memo_key(raw: Any) -> bytes | None:
@@ -318,12 +332,15 @@ def _remember(
         if raw_key is None or blob != raw_blob:
             raw_key = hashlib.sha256(blob).digest()
         _VERIFIED.add(raw_key)
+        _RECENT[0] = blob
+        _RECENT[1] = raw_key
     return blob
 
 
 def forget_verified_records() -> None:
     """Empty the memo (benchmarks measuring the cold path; tests)."""
     _VERIFIED.clear()
+    _RECENT[0] = _RECENT[1] = b""
 
 
 def normalize_memory_record(raw: Any, *, profile: _digest.Profile = "peer") -> dict[str, Any]:
@@ -332,7 +349,7 @@ def normalize_memory_record(raw: Any, *, profile: _digest.Profile = "peer") -> d
     if profile != "peer":
         return _normalize(raw, profile)
     blob = _memo_key(raw)
-    key = hashlib.sha256(blob).digest() if blob is not None else None
+    key = _key(blob) if blob is not None else None
     if blob is not None and key in _VERIFIED:
         out: dict[str, Any] = _orjson.loads(blob)
         return out
@@ -346,10 +363,33 @@ def verified_memory_record(raw: Any) -> Mapping[str, Any]:
     hit ``raw`` itself (it *is* the normalized record), otherwise the new normalized
     record.  Never mutate or keep what it returns."""
     blob = _memo_key(raw)
-    key = hashlib.sha256(blob).digest() if blob is not None else None
+    key = _key(blob) if blob is not None else None
     if key is not None and key in _VERIFIED:
         verified: Mapping[str, Any] = raw
         return verified
+    out = _normalize(raw, "peer")
+    _remember(out, blob, key)
+    return out
+
+
+def parse_stored_record(blob: bytes) -> dict[str, Any] | None:
+    """A store's compact JSON of a record, parsed as :func:`verified_stored_record` needs
+    it (``None`` without ``orjson``: the caller reads the record the ordinary way)."""
+    if _orjson is None:  # pragma: no cover - orjson is a declared dependency
+        return None
+    value = _orjson.loads(blob)
+    return value if type(value) is dict else None
+
+
+def verified_stored_record(blob: bytes, raw: dict[str, Any]) -> Mapping[str, Any]:
+    """``verified_memory_record(raw)`` for ``raw = parse_stored_record(blob)`` (bytes a
+    store holds): the memo is looked up by the hash of ``blob`` itself, which is not
+    encoded again.  A hit means ``blob`` *is* a verified output's bytes, so its parse
+    ``raw`` is that output; otherwise ``raw`` is verified in full.  Never mutate or keep
+    what it returns."""
+    key = _key(blob)
+    if key in _VERIFIED:
+        return raw
     out = _normalize(raw, "peer")
     _remember(out, blob, key)
     return out
@@ -360,7 +400,7 @@ def memory_record_blob(raw: Any) -> tuple[bytes, Mapping[str, Any]]:
     mapping to read the normalized fields from — ``raw`` itself when it already was a
     verified record, so nothing is parsed; never store that mapping."""
     raw_blob = _memo_key(raw)
-    key = hashlib.sha256(raw_blob).digest() if raw_blob is not None else None
+    key = _key(raw_blob) if raw_blob is not None else None
     if raw_blob is not None and key in _VERIFIED:
         return raw_blob, raw
     out = _normalize(raw, "peer")
@@ -428,7 +468,8 @@ def purged_record(tombstone: Mapping[str, Any], *, at: str) -> dict[str, Any]:
     """``normalize_memory_record`` of the purged version of ``tombstone`` (a normalized
     ``deleted`` record, peer profile): state ``purged``, revision + 1, updated ``at``.
     The result shares its nested values with ``tombstone``: pass a record you own."""
-    out = {key: value for key, value in tombstone.items() if key != "digest"}
+    out = dict(tombstone)
+    out.pop("digest", None)
     out.update(
         state="purged", updatedAt=_timestamp(at, "updatedAt"), revision=tombstone["revision"] + 1
     )

@@ -63,13 +63,15 @@ class InMemoryProjectionStore:
         if self._failure is not None:
             failure, self._failure = self._failure, None
             raise failure
-        memory_id = str(request["memoryId"])
+        memory_id = request["memoryId"]
+        if type(memory_id) is not str:
+            memory_id = str(memory_id)
         entry = self._entries.get(memory_id)
-        if entry is not None and (entry[0], entry[1]) != (request["scope"], request.get("scopeId")):
-            raise ProjectionPurgeFailed(
-                "projection holds the record under another scope", "projection_scope_mismatch"
-            )
         if entry is not None:
+            if entry[0] != request["scope"] or entry[1] != request.get("scopeId"):
+                raise ProjectionPurgeFailed(
+                    "projection holds the record under another scope", "projection_scope_mismatch"
+                )
             del self._entries[memory_id]
         return {
             "store": self._name,

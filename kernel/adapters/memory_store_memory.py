@@ -154,10 +154,22 @@ class InMemoryMemoryPort:
         self._by_scope.setdefault(stored[_SCOPE], set()).add(memory_id)
         return stored
 
+    def _file(self, scope: tuple[str, str | None], memory_id: str) -> None:
+        ids = self._by_scope.get(scope)
+        if ids is None:
+            ids = self._by_scope[scope] = set()
+        ids.add(memory_id)
+
     # ----------------------------------------------------------------- port
     def read(self, memory_id: str) -> dict[str, Any] | None:
         stored = self._records.get(memory_id)
         return _load(stored) if stored is not None else None
+
+    def read_blob(self, memory_id: str) -> bytes | None:
+        """The record's stored compact JSON — the bytes :meth:`read` parses (immutable,
+        so nothing is copied); the kernel parses and verifies them itself."""
+        stored = self._records.get(memory_id)
+        return stored[_BLOB] if stored is not None else None
 
     def commit(self, commit: MemoryCommit, expected_revision: int) -> CommitResult:
         blob, record = memory_record_blob(commit.record)
@@ -175,10 +187,11 @@ class InMemoryMemoryPort:
         operation = commit.reconciliation
         frozen = _freeze(operation) if operation is not None else None
         stored = _stored(blob, record, current)
-        if current is not None and current[_SCOPE] != stored[_SCOPE]:
-            self._by_scope[current[_SCOPE]].discard(memory_id)
         self._records[memory_id] = stored
-        self._by_scope.setdefault(stored[_SCOPE], set()).add(memory_id)
+        if current is None or current[_SCOPE] is not stored[_SCOPE]:  # not already filed
+            if current is not None:
+                self._by_scope[current[_SCOPE]].discard(memory_id)
+            self._file(stored[_SCOPE], memory_id)
         self._event_owners.append(owner)
         self._events.append(event)
         if operation is not None and frozen is not None:
