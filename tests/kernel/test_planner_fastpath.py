@@ -52,6 +52,7 @@ from kernel.planner import (
     plan_context,
 )
 from kernel.timestamps import iso_to_epoch_ms
+from tests.kernel.plan_requests import draw_plan_request
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -389,33 +390,7 @@ def plan_requests(draw: st.DrawFn) -> dict[str, Any]:
                 )
         items = [{k: v for k, v in item.items() if k != "digest"} for item in items]
     window = draw(st.sampled_from([64, 600, 2000, 4096, 40_000]))
-    request: dict[str, Any] = {
-        "modelWindowTokens": window,
-        "reservedOutputTokens": draw(st.integers(0, window // 4)),
-        "safetyMarginTokens": draw(st.integers(0, window // 8)),
-        "recoveryReserveTokens": draw(st.integers(0, window // 8)),
-        "items": items,
-        "sink": draw(st.sampled_from(["provider.local", "cli", "ide.vscode"])),
-        "scopeAdmissions": draw(
-            st.lists(
-                st.sampled_from(
-                    [
-                        {"scope": "session", "scopeId": "s-1"},
-                        {"scope": "user", "scopeId": "u-1"},
-                        {"scope": "global"},
-                    ]
-                ),
-                min_size=1,
-                max_size=3,
-                unique_by=lambda a: (a["scope"], a.get("scopeId")),
-            )
-        ),
-        "policyVersion": "policy-1",
-        "modelProfile": "model-a",
-        "sessionHead": "head:1",
-        "memoryRevision": 3,
-        "now": draw(st.sampled_from([NOW, "2026-08-29T08:00:00+08:00", 1787961600000])),
-    }
+    request = draw_plan_request(draw, items, window)
     cap = window - request["reservedOutputTokens"] - request["safetyMarginTokens"]
     if draw(st.booleans()):
         request["partitionCeilings"] = {"conversation": draw(st.integers(0, max(0, min(cap, 500))))}

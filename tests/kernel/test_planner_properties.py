@@ -25,6 +25,7 @@ from kernel.normalize import CONTEXT_ITEM_DOMAIN, kernel_value_digest, normalize
 from kernel.normalize_batch import normalize_context_items
 from kernel.partitions import KIND_PARTITION
 from kernel.planner import CONTEXT_PLAN_DOMAIN, is_protected, plan_context
+from tests.kernel.plan_requests import draw_plan_request
 
 KINDS = list(KIND_PARTITION)
 TRUSTS = ["host", "verified", "user", "external", "untrusted"]
@@ -130,33 +131,7 @@ def plan_request(draw: st.DrawFn) -> dict[str, Any]:
                 )
             )
     window = draw(st.integers(64, 6000))
-    request: dict[str, Any] = {
-        "modelWindowTokens": window,
-        "reservedOutputTokens": draw(st.integers(0, window // 4)),
-        "safetyMarginTokens": draw(st.integers(0, window // 8)),
-        "recoveryReserveTokens": draw(st.integers(0, window // 8)),
-        "items": items,
-        "sink": draw(st.sampled_from(["provider.local", "cli", "ide.vscode"])),
-        "scopeAdmissions": draw(
-            st.lists(
-                st.sampled_from(
-                    [
-                        {"scope": "session", "scopeId": "s-1"},
-                        {"scope": "user", "scopeId": "u-1"},
-                        {"scope": "global"},
-                    ]
-                ),
-                min_size=1,
-                max_size=3,
-                unique_by=lambda a: (a["scope"], a.get("scopeId")),
-            )
-        ),
-        "policyVersion": "policy-1",
-        "modelProfile": "model-a",
-        "sessionHead": "head:1",
-        "memoryRevision": 3,
-        "now": draw(st.sampled_from([NOW, "2026-08-29T08:00:00+08:00", 1787961600000])),
-    }
+    request = draw_plan_request(draw, items, window)
     cap = max(0, window - request["reservedOutputTokens"] - request["safetyMarginTokens"])
     if draw(st.booleans()):
         request["partitionCeilings"] = {
