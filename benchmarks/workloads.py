@@ -49,9 +49,9 @@ PEER_FIGURES: dict[tuple[str, int], float] = {
 }
 
 
-def _plan(n: int) -> tuple[Run, Extra]:
-    from kernel.planner import plan_context
-
+def plan_request(n: int) -> dict[str, Any]:
+    """The peer's plan workload: n session messages, window 4096 (issue 3 Benchmark)."""
+    now = "2026-08-29T00:00:00.000Z"
     items = [
         {
             "schemaVersion": 1,
@@ -60,19 +60,19 @@ def _plan(n: int) -> tuple[Run, Extra]:
             "scope": "session",
             "scopeId": "bench-session",
             "sourceRef": {"store": "session", "id": f"evt-{i}", "eventSequence": i},
-            "provenance": {"source": "bench", "observedAt": "2026-08-29T00:00:00.000Z"},
+            "provenance": {"source": "bench", "observedAt": now},
             "trust": "user",
             "sensitivity": "internal",
             "allowedSinks": ["provider"],
             "tokenEstimate": 8 + i % 32,
             "priority": i % 101,
             "pinned": False,
-            "createdAt": "2026-08-29T00:00:00.000Z",
+            "createdAt": now,
             "content": f"message {i}",
         }
         for i in range(n)
     ]
-    request = {
+    return {
         "modelWindowTokens": 4096,
         "reservedOutputTokens": 512,
         "safetyMarginTokens": 256,
@@ -84,8 +84,14 @@ def _plan(n: int) -> tuple[Run, Extra]:
         "modelProfile": "bench-model",
         "sessionHead": "head-1",
         "memoryRevision": 0,
-        "now": "2026-08-29T00:00:00.000Z",
+        "now": now,
     }
+
+
+def _plan(n: int) -> tuple[Run, Extra]:
+    from kernel.planner import plan_context
+
+    request = plan_request(n)
 
     def run() -> object:
         return plan_context(request)

@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.workloads import plan_request
 from kernel import digest as kdigest
 from kernel import normalize_batch
 from kernel.drop_reasons import (
@@ -428,44 +429,12 @@ def test_plan_without_columnar_path_is_identical(request: dict[str, Any]) -> Non
 
 
 def _benchmark_request(n: int, digests: bool = False) -> dict[str, Any]:
-    """The peer's benchmark workload (``benchmarks/workloads.py``)."""
-    items = [
-        {
-            "schemaVersion": 1,
-            "itemId": f"msg-{i:06d}",
-            "kind": "message",
-            "scope": "session",
-            "scopeId": "bench-session",
-            "sourceRef": {"store": "session", "id": f"evt-{i}", "eventSequence": i},
-            "provenance": {"source": "bench", "observedAt": NOW},
-            "trust": "user",
-            "sensitivity": "internal",
-            "allowedSinks": ["provider"],
-            "tokenEstimate": 8 + i % 32,
-            "priority": i % 101,
-            "pinned": False,
-            "createdAt": NOW,
-            "content": f"message {i}",
-        }
-        for i in range(n)
-    ]
+    """The peer's benchmark workload, as ``nox -s bench`` builds it."""
+    request = plan_request(n)
     if digests:
-        for item in items:
+        for item in request["items"]:
             item["digest"] = normalize_context_item(item)["digest"]
-    return {
-        "modelWindowTokens": 4096,
-        "reservedOutputTokens": 512,
-        "safetyMarginTokens": 256,
-        "recoveryReserveTokens": 256,
-        "items": items,
-        "sink": "provider",
-        "scopeAdmissions": [{"scope": "session", "scopeId": "bench-session"}],
-        "policyVersion": "bench-policy-1",
-        "modelProfile": "bench-model",
-        "sessionHead": "head-1",
-        "memoryRevision": 0,
-        "now": NOW,
-    }
+    return request
 
 
 @pytest.mark.parametrize("digests", [False, True])
