@@ -2,29 +2,32 @@
 
 Layout under ``root``::
 
-    blobs/<h0h1>/<h2h3>/<sha256 hex>              the bytes, sharded by digest
-    refs/<h0h1>/<h2h3>/<objectId>.json           ContentRef + access policy
+    blobs/<h0h1>/<sha256 hex>                    the bytes, sharded by digest
+    refs/<h0h1>/<objectId>.json                  the access policy of one ref
     tmp/                                          write-to-temp staging
 
 ``objectId`` is ``<sha256 hex>.<policy fingerprint>`` (hex only: safe on
 Windows and case-insensitive filesystems).  Identical bytes are stored once.
+One shard level of 256 directories (git's layout): a store in use has them all,
+so publishing costs no ``mkdir`` (ADR 0008).  Stores written by the earlier
+two-level layout (``blobs/<h0h1>/<h2h3>/…``) are still read and purged.
 
 ``put`` streams: the input (bytes, a binary file object, or an iterable of
 chunks) is hashed and written in ``chunk_size`` pieces (1–4 MiB) to a temp
-file, fsynced, then published with ``os.replace`` (atomic on POSIX and
-Windows).  A 100 MiB result is never copied in memory: bytes input is sliced
-through a ``memoryview``; streams are read chunk by chunk.  Large chunks are
-hashed on a helper thread while the calling thread writes them (``hashlib`` and
-``os.write`` release the GIL), so a put costs about one SHA-256 pass instead of
-a hash plus a copy; at most three chunks are referenced at once (one hashed,
-one queued and written, one being read), and the thread lives only for the
-duration of one ``put`` (if every core was busy and it never ran, the caller
-hashes instead and the thread exits as soon as it is scheduled, holding
-nothing).  Everything that does not need the digest — creating both temp
-files, the fsync of the blob, the policy fingerprint — runs while the last
-chunk is hashed; after it only the shard directories (one ``mkdir`` each; a
-shard made by this put is known empty, so no existence check), two renames and
-the ref record remain.  ``get`` re-hashes
+file, fsynced (``durable``), then published with ``os.replace`` (atomic on
+POSIX and Windows).  A 100 MiB result is never copied in memory: bytes input is
+sliced through a ``memoryview``; streams are read chunk by chunk.
+
+The calling thread hashes; from the first chunk of 256 KiB up, a helper thread
+does all the file work meanwhile — creating the temp file, writing every chunk,
+the fsync, the ref record's temp file (its content is the policy only, known
+before the digest) — because ``hashlib`` and ``os.write`` release the GIL.  The
+hash never waits for a thread to be scheduled, so a put costs about one SHA-256
+pass; after the digest only two renames remain.  At most three chunks are
+referenced at once (one hashed, one queued, one being written); the helper
+lives only for the duration of one ``put``, and if it has not run by the time
+the hash is done (every core busy) the caller does the writing itself and the
+helper exits at once when it is scheduled, holding nothing.  ``get`` re-hashes
 what it reads (``digest_mismatch`` on any difference), a missing object is
 ``content_unavailable``, and the stored policy is re-checked against the reader
 (:func:`kernel.content.check_access`).  ``purge`` removes the ref and, when no
@@ -39,7 +42,7 @@ import hashlib
 import json
 import os
 import queue
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -54,98 +57,10 @@ from kernel.ports import (
 )
 
 MIB: Final = 1024 * 1024
-#: Chunks at least this large are hashed on the helper thread (below, a thread costs
-#: more than the overlap saves).
+#: From a chunk this large on, the file work moves to a helper thread (below, starting
+#: a thread costs more than the overlap saves).
 PARALLEL_MIN: Final = 256 * 1024
 _HEX = frozenset("0123456789abcdef")
-
-
-class _StreamHash:
-    """SHA-256 of a chunk sequence; large chunks are hashed on a helper thread.
-
-    Chunks are hashed in order: small leading chunks inline, then everything on
-    the thread (started by the first large chunk).  ``queue`` holds one chunk, so a
-    slow hash blocks the producer instead of buffering the stream.
-
-    The helper is a bare ``_thread`` thread joined through a lock it releases as
-    its last action: ``threading.Thread.start`` waits for the new thread to be
-    scheduled (about 0.04 ms idle, a whole scheduler slice when the other cores are
-    busy), which is a tenth of the hash of 1 MiB; here the caller goes on writing
-    at once and only waits in :meth:`close`.  Whoever takes ``claim`` first hashes:
-    if the helper has still not run when the caller is done (every core busy), the
-    caller hashes the pending chunks itself instead of waiting a scheduler slice for
-    it; the helper then finds the claim taken and exits at once, holding nothing.
-    """
-
-    def __init__(self) -> None:
-        self._hasher = hashlib.sha256()
-        self._queue: queue.Queue[bytes | memoryview | None] | None = None
-        self._done: _thread.LockType | None = None  # held while the helper runs
-        self._claim = _thread.allocate_lock()  # taken by whoever hashes the large chunks
-        self._error: BaseException | None = None
-        self._first: bytes | memoryview = b""  # handed to the helper without a queue trip
-
-    def update(self, chunk: bytes | memoryview) -> None:
-        if self._done is None:
-            if len(chunk) < PARALLEL_MIN:
-                self._hasher.update(chunk)
-                return
-            self._queue = queue.Queue(maxsize=1)
-            done = _thread.allocate_lock()
-            done.acquire()
-            self._first = chunk
-            _thread.start_new_thread(self._run, (done,))  # raises: no thread started
-            self._done = done
-            return
-        assert self._queue is not None
-        self._queue.put(chunk)
-
-    def _hash(self, chunk: bytes | memoryview) -> None:
-        if self._error is None:  # after a failure keep draining: never block the producer
-            try:
-                self._hasher.update(chunk)
-            except BaseException as exc:
-                self._error = exc
-
-    def _run(self, done: _thread.LockType) -> None:
-        try:
-            if not self._claim.acquire(False):
-                return  # the caller already hashed everything itself
-            assert self._queue is not None
-            first, self._first = self._first, b""
-            self._hash(first)  # at once: the GIL is released while it runs
-            del first  # hold no more than the chunk being hashed
-            while (chunk := self._queue.get()) is not None:
-                self._hash(chunk)
-                del chunk
-        finally:
-            done.release()
-
-    def close(self) -> None:
-        """Stop the helper thread (idempotent; also on the error paths of ``put``)."""
-        if self._done is None:
-            return
-        assert self._queue is not None
-        if self._claim.acquire(False):  # the helper never ran: hash here, do not wait for it
-            first, self._first = self._first, b""
-            self._hash(first)
-            while True:
-                try:
-                    chunk = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if chunk is not None:
-                    self._hash(chunk)
-        else:
-            self._queue.put(None)
-            self._done.acquire()  # released by the helper's last statement
-        self._done = None
-
-    def hexdigest(self) -> str:
-        self.close()
-        if self._error is not None:
-            raise self._error
-        return self._hasher.hexdigest()
 
 
 def _chunks(content: ContentSource, size: int) -> Iterator[bytes | memoryview]:
@@ -221,6 +136,201 @@ class _Staged:
                 os.unlink(self.path)
 
 
+class _Files:
+    """The file work of one ``put``: the blob's temp file and the ref record's.
+
+    Everything here is independent of the digest, so it runs beside the hash (on the
+    helper thread for large content).  ``staged`` lists every temp file created, for
+    the caller to discard unless published."""
+
+    __slots__ = ("blob", "policy", "port", "ref", "staged", "suffix", "summary")
+
+    def __init__(self, port: FsContentPort, policy: ContentPolicy) -> None:
+        self.port = port
+        self.policy = policy
+        self.staged: list[_Staged] = []
+        self.blob: _Staged | None = None
+        self.ref: _Staged | None = None
+        self.suffix = ""  # ".<policy fingerprint>"
+        self.summary = ""
+
+    def write(self, chunk: bytes | memoryview) -> None:
+        if self.blob is None:
+            self.blob = self.port._stage(self.staged)
+        fd, view, write = self.blob.fd, memoryview(chunk), os.write
+        while view:
+            view = view[write(fd, view) :]
+
+    def finish(self) -> None:
+        """Seal the blob; stage and seal the ref record (the policy); derive the ref's
+        policy parts."""
+        if self.blob is None:  # empty content
+            self.blob = self.port._stage(self.staged)
+        self.port._seal(self.blob)
+        self.suffix = object_id_for("", self.policy)
+        self.summary = ref_summary(self.policy)
+        self.ref = self.stage_ref()
+
+    def stage_ref(self) -> _Staged:
+        ref = self.port._stage(self.staged)
+        os.write(ref.fd, _record(self.policy))
+        self.port._seal(ref)
+        return ref
+
+
+def _record(policy: ContentPolicy) -> bytes:
+    return json.dumps({"policy": _policy_wire(policy)}, sort_keys=True).encode("utf-8")
+
+
+class _Helper:
+    """The process's long-lived file-work thread for bytes puts (started on first use).
+
+    Handing a job to a waiting thread costs the caller a lock release (≈ 2 µs); starting
+    a thread costs it ≈ 25–90 µs, a sixth of the hash of 1 MiB.  While the helper is
+    busy (another thread's put) a job gets a thread of its own instead, so concurrent
+    puts never queue behind each other.  A job never waits for its caller, so the helper
+    cannot deadlock with one; a forked child starts its own helper (the pid changes).
+    """
+
+    _lock = _thread.allocate_lock()
+    _jobs: queue.SimpleQueue[tuple[Callable[[_thread.LockType], None], _thread.LockType]]
+    _pid = -1  # the process the helper runs in
+    _idle = False  # set by the helper while it waits for a job
+
+    @classmethod
+    def run(cls, fn: Callable[[_thread.LockType], None], done: _thread.LockType) -> None:
+        """Run ``fn(done)`` on the helper, or on a new thread while it is busy."""
+        with cls._lock:
+            if cls._pid != os.getpid():
+                cls._jobs, cls._pid, cls._idle = queue.SimpleQueue(), os.getpid(), False
+                _thread.start_new_thread(cls._loop, (cls._jobs,))  # raises: none started
+            elif cls._idle:
+                cls._idle = False
+                cls._jobs.put((fn, done))
+                return
+        _thread.start_new_thread(fn, (done,))
+
+    @classmethod
+    def _loop(
+        cls, jobs: queue.SimpleQueue[tuple[Callable[[_thread.LockType], None], _thread.LockType]]
+    ) -> None:
+        while True:
+            with cls._lock:
+                cls._idle = True
+            fn, done = jobs.get()
+            fn(done)  # never raises: errors are kept on the job
+            del fn, done  # hold nothing of the caller's between jobs
+
+    @classmethod
+    def _forget(cls) -> None:
+        """In a forked child: no helper runs there, and the lock may be held forever."""
+        cls._lock, cls._pid, cls._idle = _thread.allocate_lock(), -1, False
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere the pid check above suffices
+    os.register_at_fork(after_in_child=_Helper._forget)
+
+
+class _Writer:
+    """Runs a put's :class:`_Files` work on a helper thread while the caller hashes.
+
+    Bytes input: every chunk is known at once, the job goes to :class:`_Helper` and
+    never waits for the caller.  Streams: chunks are written in order as they are
+    read; ``queue`` holds one chunk, so a slow disk blocks the producer instead of
+    buffering the stream, and the job gets a thread of its own (a bare ``_thread``
+    thread: ``threading.Thread.start`` waits until the new thread is scheduled).  A
+    job reports through ``done``, released as its last action.  Whoever takes
+    ``claim`` first does the file work: if the helper has still not started it when
+    the caller has hashed everything (every core busy), the caller writes the pending
+    chunks itself; the helper then finds the claim taken and drops the job at once,
+    holding nothing.
+    """
+
+    __slots__ = ("_claim", "_done", "_first", "_queue", "_rest", "error", "files")
+
+    def __init__(
+        self,
+        files: _Files,
+        first: bytes | memoryview,
+        rest: Iterator[bytes | memoryview] | None = None,
+    ) -> None:
+        """``rest``: every further chunk, known now (bytes input); ``None``: they come
+        through :meth:`feed`."""
+        self.files = files
+        self.error: BaseException | None = None
+        self._rest = rest
+        self._queue: queue.Queue[bytes | memoryview | None] | None = None
+        self._claim = _thread.allocate_lock()
+        self._first: bytes | memoryview | None = first  # handed over without a queue trip
+        done = _thread.allocate_lock()
+        done.acquire()
+        if rest is None:
+            self._queue = queue.Queue(maxsize=1)
+            _thread.start_new_thread(self._run, (done,))  # raises: no thread started
+        else:
+            _Helper.run(self._run, done)
+        self._done: _thread.LockType | None = done
+
+    def feed(self, chunk: bytes | memoryview) -> None:
+        assert self._queue is not None
+        self._queue.put(chunk)
+
+    def _work(self, chunks: Iterable[bytes | memoryview]) -> None:
+        try:
+            first, self._first = self._first, None
+            if first is not None:
+                self.files.write(first)
+                del first  # hold no more than the chunk being written
+            for chunk in chunks:
+                self.files.write(chunk)
+                del chunk
+            self.files.finish()
+        except BaseException as exc:
+            self.error = exc
+            for _ in chunks:  # keep draining: never block the producer
+                pass
+
+    def _run(self, done: _thread.LockType) -> None:
+        try:
+            if self._claim.acquire(False):
+                self._work(self._rest if self._rest is not None else self._fed())
+        finally:
+            done.release()
+
+    def _fed(self) -> Iterator[bytes | memoryview]:
+        assert self._queue is not None
+        return iter(self._queue.get, None)
+
+    def _pending(self) -> Iterator[bytes | memoryview]:
+        if self._queue is None:
+            return
+        while True:
+            try:
+                chunk = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if chunk is not None:
+                yield chunk
+
+    def close(self, *, complete: bool) -> None:
+        """Wait for the file work (``complete``: every chunk has been fed) or stop it;
+        idempotent.  Never leaves the helper running."""
+        if self._done is None:
+            return
+        if self._claim.acquire(False):  # the helper never ran: do it here, do not wait
+            if complete:
+                self._work(self._rest if self._rest is not None else self._pending())
+            else:
+                self._first = self._rest = None
+                for _ in self._pending():
+                    pass
+        else:
+            if self._queue is not None:
+                self._queue.put(None)
+            self._done.acquire()  # released by the helper's last statement
+        self._done = None
+
+
 class FsContentPort:
     """ContentPort over a directory; safe for concurrent writers (atomic renames)."""
 
@@ -246,23 +356,33 @@ class FsContentPort:
         self._tmp = os.path.join(self.root, "tmp")
 
     # ----------------------------------------------------------------- paths
-    def _blob(self, hex_digest: str) -> Path:
-        return self.root / "blobs" / hex_digest[:2] / hex_digest[2:4] / hex_digest
+    def _blob_paths(self, hex_digest: str) -> tuple[Path, Path]:
+        """(current, legacy two-level) location of a blob."""
+        blobs = self.root / "blobs" / hex_digest[:2]
+        return blobs / hex_digest, blobs / hex_digest[2:4] / hex_digest
 
-    def _ref(self, object_id: str) -> Path:
+    def _ref_paths(self, object_id: str) -> tuple[Path, Path]:
         head = object_id.split(".", 1)[0]
         if len(head) != 64 or not set(object_id.replace(".", "")) <= _HEX:
             raise ContentUnavailable("unknown content object", details={"objectId": object_id})
-        return self.root / "refs" / head[:2] / head[2:4] / f"{object_id}.json"
+        refs = self.root / "refs" / head[:2]
+        name = f"{object_id}.json"
+        return refs / name, refs / head[2:4] / name
 
     def _temp(self) -> tuple[int, str]:
         path = os.path.join(self._tmp, f"tmp-{os.getpid()}-{os.urandom(8).hex()}")
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
         return os.open(path, flags, 0o644), path
 
+    def _stage(self, staged: list[_Staged]) -> _Staged:
+        fd, path = self._temp()
+        temp = _Staged(fd, path)
+        staged.append(temp)
+        return temp
+
     def _shard(self, parent: str) -> bool:
         """Make sure the shard directory ``parent`` exists; True when this call created
-        it (then nothing can be published in it yet).  One ``mkdir`` in the usual case."""
+        it (then nothing can be published in it yet).  No system call once known."""
         if parent in self._dirs:
             return False
         try:
@@ -270,13 +390,6 @@ class FsContentPort:
             created = True
         except FileExistsError:
             created = False
-        except FileNotFoundError:  # the upper shard level is new too
-            os.makedirs(os.path.dirname(parent), exist_ok=True)
-            try:
-                os.mkdir(parent)
-                created = True
-            except FileExistsError:
-                created = False
         self._dirs.add(parent)
         return created
 
@@ -300,113 +413,119 @@ class FsContentPort:
 
     # ----------------------------------------------------------------- port
     def put(self, content: ContentSource, policy: ContentPolicy) -> ContentRef:
-        hasher = _StreamHash()
-        staged: list[_Staged] = []  # temp files: closed and removed unless published
+        files = _Files(self, policy)
+        hasher = hashlib.sha256()
         hashed = False  # True once every byte is written and hashed
         hex_digest = ""
         length = 0
-        ref_temp: _Staged | None = None
-        policy_suffix, summary, policy_record = "", "", {}
         try:
+            writer: _Writer | None = None
             try:
-                blob_temp: _Staged | None = None
-                write = os.write
+                if (
+                    isinstance(content, bytes | bytearray | memoryview)
+                    and (view := memoryview(content).cast("B")).nbytes >= PARALLEL_MIN
+                ):  # every chunk is known now: the helper never waits for the caller
+                    size = self.chunk_size
+                    pieces = [view[i : i + size] for i in range(0, len(view), size)]
+                    writer = _Writer(files, pieces[0], iter(pieces[1:]))
+                    for piece in pieces:
+                        hasher.update(piece)
+                    length, content = len(view), b""
+                    del pieces, piece
                 for chunk in _chunks(content, self.chunk_size):
-                    hasher.update(chunk)  # large chunks: hashed meanwhile on the helper thread
-                    if blob_temp is None:  # opened once hashing runs: the two overlap
-                        blob_temp = self._stage(staged)
-                    fd, view = blob_temp.fd, memoryview(chunk)
-                    while view:
-                        view = view[write(fd, view) :]
+                    if writer is not None:
+                        writer.feed(chunk)  # written meanwhile on the helper thread
+                    elif len(chunk) >= PARALLEL_MIN:
+                        writer = _Writer(files, chunk)
+                    else:
+                        files.write(chunk)
+                    hasher.update(chunk)
                     length += len(chunk)
-                if blob_temp is None:  # empty content
-                    blob_temp = self._stage(staged)
-                # While the last chunk is hashed: flush the blob, stage the ref record.
-                self._seal(blob_temp)
-                ref_temp = self._stage(staged)
-                # Digest-independent parts of the ref, also while the hash finishes.
-                policy_suffix = object_id_for("", policy)  # ".<policy fingerprint>"
-                summary, policy_record = ref_summary(policy), _policy_wire(policy)
-                hex_digest = hasher.hexdigest()
+                if writer is None:
+                    files.finish()
+                else:
+                    writer.close(complete=True)
+                    if writer.error is not None:
+                        raise writer.error
             finally:
-                hasher.close()
+                if writer is not None:
+                    writer.close(complete=False)
+            hex_digest = hasher.hexdigest()
             hashed = True
-            shard = os.path.join(self._blobs, hex_digest[:2], hex_digest[2:4])
+            assert files.blob is not None and files.ref is not None
+            shard = os.path.join(self._blobs, hex_digest[:2])
             blob = os.path.join(shard, hex_digest)
             # A shard made just now is empty; otherwise the same bytes may be stored.
-            if not self._shard(shard) and os.path.exists(blob):
-                blob_temp.discard()  # content addressing: keep the published copy
-            else:
-                self._publish(blob_temp, blob)
+            self._shard(shard)
+            self._publish(files.blob, blob)
         except OSError as exc:
-            for temp in staged:
+            for temp in files.staged:
                 temp.discard()
             # A concurrent writer published the same bytes first (Windows refuses to
             # replace a file another process has open): content addressing makes it ours.
-            if not (hashed and self._blob(hex_digest).exists()):
+            if not (hashed and any(p.exists() for p in self._blob_paths(hex_digest))):
                 raise StoreFailure("cannot store content", details={}) from exc
-            ref_temp = None
+            files.ref = None
         except BaseException:
-            for temp in staged:
+            for temp in files.staged:
                 temp.discard()
             raise
-        ref = ContentRef(
+        object_id = hex_digest + files.suffix  # = object_id_for(hex_digest, policy)
+        try:
+            if files.ref is None:
+                files.staged = []
+                files.ref = files.stage_ref()
+            shard = os.path.join(self._refs, hex_digest[:2])
+            self._shard(shard)
+            self._publish(files.ref, os.path.join(shard, f"{object_id}.json"))
+        except BaseException as exc:
+            for temp in files.staged:
+                temp.discard()
+            if isinstance(exc, OSError):
+                raise StoreFailure("cannot store content reference", details={}) from exc
+            raise
+        return ContentRef(
             store=self.store,
-            object_id=hex_digest + policy_suffix,  # = object_id_for(hex_digest, policy)
+            object_id=object_id,
             digest=DIGEST_PREFIX + hex_digest,
             byte_length=length,
-            summary=summary,
+            summary=files.summary,
             recoverable=True,
             mime_type=policy.mime_type,
             access_policy=policy.access_policy,
         )
-        record = json.dumps({"ref": ref.to_wire(), "policy": policy_record}).encode("utf-8")
-        try:
-            if ref_temp is None:
-                ref_temp = self._stage([])
-            os.write(ref_temp.fd, record)
-            self._seal(ref_temp)
-            shard = os.path.join(self._refs, hex_digest[:2], hex_digest[2:4])
-            self._shard(shard)
-            self._publish(ref_temp, os.path.join(shard, f"{ref.object_id}.json"))
-        except BaseException as exc:
-            if ref_temp is not None:
-                ref_temp.discard()
-            if isinstance(exc, OSError):
-                raise StoreFailure("cannot store content reference", details={}) from exc
-            raise
-        return ref
-
-    def _stage(self, staged: list[_Staged]) -> _Staged:
-        fd, path = self._temp()
-        temp = _Staged(fd, path)
-        staged.append(temp)
-        return temp
 
     def _load(self, ref: ContentRef) -> ContentPolicy:
-        try:
-            record = json.loads(self._ref(ref.object_id).read_bytes())
-        except FileNotFoundError:
-            raise ContentUnavailable(
-                "content reference is unavailable", details={"objectId": ref.object_id}
-            ) from None
-        except (OSError, ValueError) as exc:
-            raise StoreFailure("content reference is unreadable", details={}) from exc
-        return _policy_from_wire(record["policy"])
+        for path in self._ref_paths(ref.object_id):
+            try:
+                record = json.loads(path.read_bytes())
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as exc:
+                raise StoreFailure("content reference is unreadable", details={}) from exc
+            return _policy_from_wire(record["policy"])
+        raise ContentUnavailable(
+            "content reference is unavailable", details={"objectId": ref.object_id}
+        )
 
     def get(self, ref: ContentRef, access: AccessContext) -> bytes:
         policy = self._load(ref)
         check_access(policy, access, ref.object_id)
         hex_digest = ref.object_id.split(".", 1)[0]
-        try:
-            with open(self._blob(hex_digest), "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
+        data: bytes | None = None
+        for path in self._blob_paths(hex_digest):
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+                break
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise StoreFailure("cannot read content", details={}) from exc
+        if data is None:
             raise ContentUnavailable(
                 "content object is missing", details={"objectId": ref.object_id}
-            ) from None
-        except OSError as exc:
-            raise StoreFailure("cannot read content", details={}) from exc
+            )
         hasher = hashlib.sha256()
         view = memoryview(data)
         for start in range(0, len(view), self.chunk_size):
@@ -418,16 +537,19 @@ class FsContentPort:
 
     def purge(self, ref: ContentRef, fence: str) -> PurgeReceipt:
         try:
-            path = self._ref(ref.object_id)
+            paths = self._ref_paths(ref.object_id)
         except ContentUnavailable:
             return PurgeReceipt(self.store, ref.object_id, fence, existed=False)
-        existed = path.exists()
-        path.unlink(missing_ok=True)
-        hex_digest = ref.object_id.split(".", 1)[0]
-        siblings = list(path.parent.glob(f"{hex_digest}.*.json"))
-        if not siblings:
+        existed = False
+        for path in paths:
             with contextlib.suppress(FileNotFoundError):
-                self._blob(hex_digest).unlink()
+                path.unlink()
+                existed = True
+        hex_digest = ref.object_id.split(".", 1)[0]
+        if not any(any(path.parent.glob(f"{hex_digest}.*.json")) for path in paths):
+            for blob in self._blob_paths(hex_digest):
+                with contextlib.suppress(FileNotFoundError):
+                    blob.unlink()
         return PurgeReceipt(self.store, ref.object_id, fence, existed=existed)
 
     def sweep_temps(self) -> int:

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernel.adapters.fs_content import MIB, FsContentPort
+from kernel.adapters.fs_content import MIB, PARALLEL_MIN, FsContentPort
 from kernel.adapters.memory_content import InMemoryContentPort
 from kernel.content import object_id_for
 from kernel.errors import ContentUnavailable, DigestMismatch, KernelError, ScopeDenied, SinkDenied
@@ -210,6 +210,58 @@ def _settled_threads(baseline: int) -> int:
     return count
 
 
+def _baseline_threads(tmp_path: Path) -> int:
+    """Thread count once the process's long-lived bytes helper exists (one per process,
+    started by the first large bytes put): puts must never add threads beyond it."""
+    FsContentPort(tmp_path / "warm", durable=False).put(bytes(PARALLEL_MIN), POLICY)
+    count, deadline = _live_threads(), time.monotonic() + 2.0
+    while time.monotonic() < deadline:  # the first use's own job thread exits
+        time.sleep(0.02)
+        if (now := _live_threads()) == count:
+            break
+        count = now
+    return count
+
+
+def test_bytes_puts_reuse_one_helper_and_concurrent_puts_never_queue(tmp_path: Path) -> None:
+    baseline = _baseline_threads(tmp_path)
+    port = FsContentPort(tmp_path / "c", chunk_size=MIB, durable=False)
+    payloads = [os.urandom(PARALLEL_MIN + i) for i in range(8)]
+    for data in payloads[:4]:  # sequential: the helper is idle each time
+        assert port.get(port.put(data, POLICY), READER) == data
+    assert _settled_threads(baseline) <= baseline
+    refs: dict[int, ContentRef] = {}
+
+    def put(i: int) -> None:  # concurrent: a busy helper means a thread of one's own
+        refs[i] = port.put(payloads[i] * 4, POLICY)
+
+    workers = [threading.Thread(target=put, args=(i,)) for i in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    for i, ref in refs.items():
+        assert ref.digest == "sha256:" + hashlib.sha256(payloads[i] * 4).hexdigest()
+        assert port.get(ref, READER) == payloads[i] * 4
+    assert len(refs) == 8 and list((tmp_path / "c" / "tmp").iterdir()) == []
+    assert _settled_threads(baseline) <= baseline
+
+
+def test_a_bytes_put_lets_go_of_the_callers_buffer(tmp_path: Path) -> None:
+    port = FsContentPort(tmp_path / "c", durable=False)
+    data = bytearray(os.urandom(2 * MIB))
+    port.put(data, POLICY)
+    deadline = time.monotonic() + 2.0
+    while True:  # no memoryview of it is left on the helper: the buffer can be resized
+        try:
+            data.extend(b"x")
+            break
+        except BufferError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+
+
 @pytest.mark.parametrize("durable", [False, True])
 @pytest.mark.parametrize("first", [1000, 2 * MIB])  # inline hash / helper thread started
 def test_a_stream_breaking_mid_put_leaves_no_temp_files_and_no_thread(
@@ -222,7 +274,7 @@ def test_a_stream_breaking_mid_put_leaves_no_temp_files_and_no_thread(
         yield bytes(MIB)
         raise OSError("connection reset mid-stream")
 
-    baseline = _live_threads()
+    baseline = _baseline_threads(tmp_path)
     with pytest.raises(KernelError) as info:
         port.put(broken(), POLICY)
     assert info.value.code == "store_failure"
@@ -254,12 +306,12 @@ def test_a_failing_disk_write_mid_put_leaves_no_temp_files_and_no_thread(
     calls = itertools.count()
 
     def flaky_write(fd: int, data: Any) -> int:
-        if next(calls) == 1:  # the second chunk: written while the helper hashes
+        if next(calls) == 1:  # the second chunk: written by the helper while the caller hashes
             raise OSError(28, "No space left on device")
         return real_write(fd, data)
 
+    baseline = _baseline_threads(tmp_path)
     monkeypatch.setattr(os, "write", flaky_write)
-    baseline = _live_threads()
     with pytest.raises(KernelError) as info:
         port.put(bytes(3 * MIB), POLICY)
     assert info.value.code == "store_failure"
@@ -269,12 +321,14 @@ def test_a_failing_disk_write_mid_put_leaves_no_temp_files_and_no_thread(
     assert _settled_threads(baseline) <= baseline
 
 
+@pytest.mark.parametrize("shape", ["bytes", "stream"])
 @pytest.mark.parametrize("chunks", [1, 2])
-def test_the_caller_hashes_itself_when_the_helper_is_never_scheduled(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: int
+def test_the_caller_writes_itself_when_the_helper_is_never_scheduled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: int, shape: str
 ) -> None:
     from kernel.adapters import fs_content
 
+    baseline = _baseline_threads(tmp_path)
     real_start = fs_content._thread.start_new_thread
     scheduled = threading.Event()  # the helper is stuck behind busy cores until set
 
@@ -285,13 +339,17 @@ def test_the_caller_hashes_itself_when_the_helper_is_never_scheduled(
 
         return real_start(late, ())
 
+    def late_run(fn: Any, done: Any) -> None:  # the long-lived helper, just as late
+        late_start(fn, (done,))
+
     monkeypatch.setattr(fs_content._thread, "start_new_thread", late_start)
+    monkeypatch.setattr(fs_content._Helper, "run", staticmethod(late_run))
     port = FsContentPort(tmp_path / "c", chunk_size=MIB, durable=False)
     data = os.urandom(chunks * MIB)
-    baseline = _live_threads()
+    source: Any = data if shape == "bytes" else iter([data[:MIB], data[MIB:]])
     started = time.monotonic()
     try:
-        ref = port.put(data, POLICY)
+        ref = port.put(source, POLICY)
         assert time.monotonic() - started < 5  # did not wait for the helper
     finally:
         scheduled.set()
@@ -299,3 +357,30 @@ def test_the_caller_hashes_itself_when_the_helper_is_never_scheduled(
     assert port.get(ref, READER) == data
     assert list((tmp_path / "c" / "tmp").iterdir()) == []
     assert _settled_threads(baseline) <= baseline  # it exits once it runs
+
+
+def test_stores_in_the_earlier_two_level_layout_are_still_read_and_purged(
+    tmp_path: Path,
+) -> None:
+    port = FsContentPort(tmp_path / "c")
+    ref = port.put(b"written before the layout change", POLICY)
+    head = ref.object_id[:64]
+    for kind, name in (("blobs", head), ("refs", f"{ref.object_id}.json")):
+        current = tmp_path / "c" / kind / head[:2] / name
+        legacy = current.parent / head[2:4] / name
+        legacy.parent.mkdir()
+        current.rename(legacy)
+    assert port.object_ids() == [ref.object_id]
+    assert port.get(ref, READER) == b"written before the layout change"
+    receipt = port.purge(ref, "fence-1")
+    assert receipt.existed and list(port.blobs()) == [] and port.object_ids() == []
+    with pytest.raises(ContentUnavailable):
+        port.get(ref, READER)
+
+
+def test_a_blob_is_one_shard_level_deep(tmp_path: Path) -> None:
+    port = FsContentPort(tmp_path / "c")
+    ref = port.put(b"abc", POLICY)
+    head = ref.object_id[:64]
+    assert list(port.blobs()) == [tmp_path / "c" / "blobs" / head[:2] / head]
+    assert (tmp_path / "c" / "refs" / head[:2] / f"{ref.object_id}.json").is_file()
