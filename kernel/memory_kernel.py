@@ -20,9 +20,11 @@ the peer, ignored by it): ``conflictsWith`` (memoryIds whose conflict caps a
 ``reinforce``, :func:`kernel.memory_policy.reinforcement_ceiling`) and
 ``userCorrection`` (the user resolved a ``supersede``); a ``supersede`` whose
 successor is in the same store must be justified by
-:func:`kernel.memory_policy.decide_supersession`.  ``promote_memory_scope`` is the
-audited scope-widening command.  Deletion and reconciliation are
-:mod:`kernel.deletion`.
+:func:`kernel.memory_policy.decide_supersession`.  ``resolve_supersession`` applies that
+rule to two stored records: it supersedes the loser, or keeps both and records the
+unresolved conflict beside them (:mod:`kernel.memory_conflicts`), whose partners also cap
+a ``reinforce``.  ``promote_memory_scope`` is the audited scope-widening command.
+Deletion and reconciliation are :mod:`kernel.deletion`.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from kernel.deletion import DeletionContext, delete_memories, delete_memory, reconcile_deletion
-from kernel.errors import InvalidArgument, LegacyWriterFenced, RevisionConflict
+from kernel.errors import InvalidArgument, LegacyWriterFenced, RevisionConflict, StoreFailure
 from kernel.memory import (
+    RECALLABLE_STATES,
     TRANSITIONS,
     SecretProbe,
     apply_memory_command,
@@ -43,10 +46,12 @@ from kernel.memory import (
 from kernel.memory_checks import (
     bounded_integer,
     identifier,
+    iso_now,
     known_fields,
     object_value,
     timestamp,
 )
+from kernel.memory_conflicts import parse_conflict, record_conflict
 from kernel.memory_consolidation import ConsolidationSummarizer, consolidate_session
 from kernel.memory_policy import decide_supersession, promote_scope, reinforcement_ceiling
 from kernel.memory_ports import MemoryCommit, MemoryPort, PurgePort
@@ -168,6 +173,9 @@ class AuthorityRegistry:
 # --------------------------------------------------------------------------- the kernel
 
 _EXTENSIONS: Final = ("conflictsWith", "userCorrection")
+_RESOLVE_FIELDS: Final = frozenset(
+    {"memoryIds", "userCorrection", "operationId", "at", "reason", "authority"}
+)
 
 
 class MemoryKernel:
@@ -300,13 +308,20 @@ class MemoryKernel:
     ) -> float | None:
         """Kernel policy beyond the peer's table (§9.2, §9.3); ``None`` when not engaged."""
         kind = command.get("type")
-        if kind == "reinforce" and "conflictsWith" in value:
-            ids = value["conflictsWith"]
-            if not isinstance(ids, list) or len(ids) > 128:
-                raise InvalidArgument(
-                    "conflictsWith must be a bounded array", details={"field": "conflictsWith"}
-                )
-            others = [port.read(identifier(i, "conflictsWith")) for i in ids]
+        if kind == "reinforce":
+            ids: list[Any] = []
+            if "conflictsWith" in value:
+                ids = value["conflictsWith"]
+                if not isinstance(ids, list) or len(ids) > 128:
+                    raise InvalidArgument(
+                        "conflictsWith must be a bounded array", details={"field": "conflictsWith"}
+                    )
+                ids = [identifier(i, "conflictsWith") for i in ids]
+            memory_id = current["memoryId"]
+            recorded = [parse_conflict(c).other(memory_id) for c in port.conflicts_of([memory_id])]
+            if not ids and not recorded:
+                return None
+            others = [port.read(i) for i in dict.fromkeys([*ids, *recorded])]
             return reinforcement_ceiling(current, [o for o in others if o is not None])
         if (
             kind == "supersede"
@@ -329,6 +344,101 @@ class MemoryKernel:
                     },
                 )
         return None
+
+    def resolve_supersession(self, request: Any) -> dict[str, Any]:
+        """Decide two live records of one store by §9.3 and act on the decision.
+
+        Request ``{memoryIds: [a, b], userCorrection?, operationId?, at?, reason?,
+        authority?}`` (``userCorrection`` names the one of the two the user confirmed;
+        ``operationId`` defaults to ``resolve-<new id>``).  Both records must exist and be
+        ``active`` / ``reinforced``.  :func:`kernel.memory_policy.decide_supersession`
+        then answers:
+
+        * ``supersede`` — the loser receives ``supersede`` with the winner as successor,
+          through :meth:`decide_memory` (every check of that path runs; CAS on the
+          revision read); the result's ``superseded`` is its ``{record, event, receipt}``;
+        * ``conflict`` — both stay; the conflict entry is stored beside the records
+          (:mod:`kernel.memory_conflicts`, idempotent by pair): ``conflict`` is the stored
+          entry, ``recorded`` says whether this call stored it;
+        * ``independent`` (different scopes) — nothing is written.
+
+        Result: ``{operationId, decision: {outcome, rule, winner?, loser?}, …}``.
+        """
+        self._assert_mutation_authority()
+        value = object_value(request, "MemoryConflictResolution")
+        known_fields(value, _RESOLVE_FIELDS, "MemoryConflictResolution")
+        ids = value.get("memoryIds")
+        if not isinstance(ids, list) or len(ids) != 2:
+            raise InvalidArgument(
+                "memoryIds must name exactly two memories", details={"field": "memoryIds"}
+            )
+        pair = [identifier(ids[0], "memoryIds[0]"), identifier(ids[1], "memoryIds[1]")]
+        corrected = None
+        if "userCorrection" in value:
+            corrected = identifier(value["userCorrection"], "userCorrection")
+            if corrected not in pair:
+                raise InvalidArgument(
+                    "userCorrection must name one of memoryIds", details={"field": "userCorrection"}
+                )
+        at = timestamp(value["at"], "at") if "at" in value else None
+        operation_id = (
+            identifier(value["operationId"], "operationId")
+            if "operationId" in value
+            else f"resolve-{self.new_id()}"
+        )
+        port = self._port()
+        records = []
+        for memory_id in pair:
+            record = port.read(memory_id)
+            if record is None:
+                raise InvalidArgument(
+                    "memory record does not exist", details={"memoryId": memory_id}
+                )
+            if record["state"] not in RECALLABLE_STATES:
+                raise InvalidArgument(
+                    "only active memories take part in conflict resolution",
+                    details={"memoryId": memory_id, "state": record["state"]},
+                )
+            records.append(record)
+        decision = decide_supersession(records[0], records[1], corrected_by_user=corrected)
+        out: dict[str, Any] = {"operationId": operation_id, "decision": decision.to_wire()}
+        if decision.outcome == "supersede":
+            loser = records[0] if records[0]["memoryId"] == decision.loser else records[1]
+            command: dict[str, Any] = {
+                "memoryId": loser["memoryId"],
+                "type": "supersede",
+                "expectedRevision": loser["revision"],
+                "successorMemoryId": decision.winner,
+            }
+            if decision.rule == "user_correction" and corrected == decision.winner:
+                command["userCorrection"] = True
+            if at is not None:
+                command["at"] = at
+            command.update({k: value[k] for k in ("reason", "authority") if k in value})
+            out["superseded"] = self.decide_memory(command)
+        elif decision.outcome == "conflict":
+            conflict = record_conflict(
+                records[0],
+                records[1],
+                at=iso_now(self.clock) if at is None else at,
+                operation_id=operation_id,
+                authority=value.get("authority"),
+                reason=value.get("reason"),
+            )
+            recorded = port.put_conflict(conflict.to_wire())
+            stored = [
+                parse_conflict(c)
+                for c in port.conflicts_of([conflict.memory_ids[0]])
+                if c.get("conflictId") == conflict.conflict_id
+            ]
+            if len(stored) != 1:
+                raise StoreFailure(
+                    "the conflict relation did not keep the entry",
+                    details={"conflictId": conflict.conflict_id},
+                )
+            out["conflict"] = stored[0].to_wire()
+            out["recorded"] = recorded
+        return out
 
     def promote_memory_scope(self, request: Any) -> dict[str, Any]:
         """The audited scope-widening command (:func:`kernel.memory_policy.promote_scope`)."""

@@ -37,6 +37,16 @@ model), ``kernel/adapters/sqlite_memory.py`` (SQLite, WAL); both pass
     committed events, oldest first.
 ``get_reconciliation(request_id)`` / ``put_reconciliation(operation)`` / ``reconciliations()``
     deletion operations awaiting (or recording) convergence; ``put`` replaces.
+``put_conflict(conflict)`` / ``conflicts_of(memory_ids)`` / ``conflicts()``
+    the conflict relation (:mod:`kernel.memory_conflicts`): unresolved supersessions,
+    stored beside the records, never inside them.  ``put`` is append-only and
+    idempotent by ``conflictId``: it stores the entry and answers ``True``, or keeps
+    the entry already stored under that id and answers ``False``.  ``conflicts_of``
+    returns every entry whose ``memoryIds`` hold one of the ids (each entry once,
+    ordered by ``conflictId``) by an index on the member ids — never a scan;
+    ``conflicts()`` every entry, ordered by ``conflictId`` (snapshots and conformance).
+    Recording a conflict changes no record: it does not advance the store revision
+    and is not on the change feed (docs/adr/0007-memory-conflict-relation.md).
 
 :class:`PurgePort` — any projection, index, embedding store, cache or replica
 holding a copy.  ``purge(request)`` receives ``{memoryId, fence, subject,
@@ -50,7 +60,7 @@ a non-mapping, or an exception — its ``code`` is recorded) leaves the store
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar, cast, runtime_checkable
 
@@ -128,6 +138,12 @@ class MemoryPort(Protocol):
     def put_reconciliation(self, operation: Mapping[str, Any]) -> None: ...
 
     def reconciliations(self) -> dict[str, dict[str, Any]]: ...
+
+    def put_conflict(self, conflict: Mapping[str, Any]) -> bool: ...
+
+    def conflicts_of(self, memory_ids: Iterable[str]) -> list[dict[str, Any]]: ...
+
+    def conflicts(self) -> list[dict[str, Any]]: ...
 
 
 @runtime_checkable

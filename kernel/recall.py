@@ -18,6 +18,10 @@ The pipeline, in the design's order::
 * **Supersession** (profile ``canonical``): a candidate named in the ``supersedes`` of
   another admitted, visible record is hidden — the successor speaks for it.  The peer
   profile keeps the peer's behaviour (superseded *records* are already excluded by state).
+* **Conflicts** (profile ``canonical``, :func:`recall_memory`): both sides of an
+  unresolved conflict (:mod:`kernel.memory_conflicts`) stay recallable; a returned hit
+  names its partners that the request could recall itself in ``conflictsWith`` (absent
+  when there are none, so conflict-free results are unchanged).
 * **Order**: relevance (unrounded) desc, then — canonical only — BM25 desc, then importance
   desc, then memoryId by the peer's ``localeCompare("en")``; stable.
 * **Diversity and budget**: at most ``max(2, ceil(limit/2))`` per category while some
@@ -41,9 +45,10 @@ required), no I/O beyond the port handed in.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from functools import partial
 from typing import Any, Final, Literal
 
 from kernel import digest as _digest
@@ -58,6 +63,7 @@ from kernel.lexical import (
     lexical_text,
     score,
 )
+from kernel.memory_conflicts import conflict_partners, parse_conflict
 from kernel.memory_ports import MemoryPort
 from kernel.normalize import (
     _MISSING,
@@ -288,8 +294,14 @@ def _select(scored: list[_Scored], req: RecallRequest) -> tuple[list[dict[str, A
     return results, used
 
 
-def _output(req: RecallRequest, scored: list[_Scored]) -> dict[str, Any]:
+def _output(
+    req: RecallRequest,
+    scored: list[_Scored],
+    annotate: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> dict[str, Any]:
     results, used = _select(scored, req)
+    if annotate is not None:  # before the digest: the digest covers what it adds
+        annotate(results)
     output: dict[str, Any] = {
         "query": req.query,
         "sink": req.sink,
@@ -520,9 +532,36 @@ def recall_memory(
         path = "index" if scored is not None else "scan"
     if scored is None:
         scored = _scan_port(port, req, query, profile)
-    result = _output(req, scored)
+    annotate = partial(_show_conflicts, port, req) if profile == "canonical" else None
+    result = _output(req, scored, annotate)
     result["memoryRevision"] = revision
     return RecallOutcome(result, path, degraded)
+
+
+def _show_conflicts(port: MemoryPort, req: RecallRequest, results: list[dict[str, Any]]) -> None:
+    """§9.3: a hit in an unresolved conflict names its partners (``conflictsWith``,
+    sorted) — only partners this request could recall itself (state, expiry, scope
+    admission and sink decided on the authoritative record), so no id leaks across scopes
+    or sinks.  The same on every path: the relation and the partners come from the port."""
+    if not results:
+        return
+    ids = [hit["memoryId"] for hit in results]
+    entries = [parse_conflict(raw) for raw in port.conflicts_of(ids)]
+    if not entries:
+        return
+    seen: dict[str, bool] = {}
+
+    def visible(memory_id: str) -> bool:
+        if memory_id not in seen:
+            record = port.read(memory_id)
+            seen[memory_id] = record is not None and _governed(record, req)
+        return seen[memory_id]
+
+    partners = conflict_partners(entries, ids, visible)
+    for hit in results:
+        others = partners.get(hit["memoryId"])
+        if others:
+            hit["conflictsWith"] = others
 
 
 def _scan_port(

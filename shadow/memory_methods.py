@@ -2,7 +2,8 @@
 the peer conformance tests (``deletion-vectors.json`` README).
 
 Methods (registered in :mod:`shadow.kernel_rpc`): ``recall_memory``,
-``propose_memory``, ``decide_memory``, ``delete_memory`` and ``reconcile_memory`` —
+``propose_memory``, ``decide_memory``, ``resolve_memory_conflict``
+(``MemoryKernel.resolve_supersession``), ``delete_memory`` and ``reconcile_memory`` —
 also reachable as ``reconcile``, which :mod:`shadow.kernel_methods` hands over here
 whenever its params carry memory state (``memory`` / ``memoryStore``,
 :func:`carries_memory_state`).  A JSON call is stateless, so each request carries the
@@ -10,8 +11,8 @@ state it runs on, as the vectors' harness does (format and examples in
 ``docs/memory.md`` and ``docs/kernel-rpc.md``):
 
 ``memory``
-    the in-memory store: ``{records, events, reconciliations, storeRevision}``
-    (a previous call's ``memoryAfter``; absent = empty), **or** ``memoryStore``
+    the in-memory store: ``{records, events, reconciliations, storeRevision,
+    conflicts?}`` (a previous call's ``memoryAfter``; absent = empty), **or** ``memoryStore``
     ``{"type": "sqlite", "path"}`` — an existing SQLite memory store opened here;
 ``request`` / ``command`` / ``operationId``
     the kernel call's own argument, verbatim;
@@ -42,12 +43,13 @@ import copy
 import hashlib
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from kernel.adapters.memory_store_memory import InMemoryMemoryPort
 from kernel.adapters.sqlite_memory import SqliteMemoryPort
+from kernel.memory_conflicts import parse_conflict
 from kernel.memory_kernel import AuthorityRegistry, MemoryKernel
 from kernel.memory_ports import CommitResult, MemoryCommit, MemoryPort, PurgePort, json_copy
 from kernel.ports import ContentRef
@@ -237,14 +239,19 @@ def record_states(port: MemoryPort) -> dict[str, dict[str, Any]]:
 
 
 def memory_after(port: MemoryPort, content: PeerContentPort | None = None) -> dict[str, Any]:
-    """The store in the vectors' ``after`` shape (also a valid ``memory`` for the next call)."""
-    return {
+    """The store in the vectors' ``after`` shape (also a valid ``memory`` for the next call),
+    plus ``conflicts`` (the conflict relation) when it holds any entry."""
+    after: dict[str, Any] = {
         "records": port.records(),
         "events": port.events(),
         "reconciliations": port.reconciliations(),
         "storeRevision": port.store_revision(),
         "contentObjectIds": sorted(content.objects) if content is not None else [],
     }
+    conflicts = port.conflicts()
+    if conflicts:
+        after["conflicts"] = conflicts
+    return after
 
 
 def authority_registry(
@@ -259,14 +266,17 @@ def authority_registry(
 
 
 class RecallSnapshotPort:
-    """A read-only MemoryPort over a ``memory`` seed (``{records, storeRevision?}``) for
-    ``recall_memory``: records checked as ``rankMemoryRecords`` checks them, then copied
-    out on every read; any write is refused."""
+    """A read-only MemoryPort over a ``memory`` seed (``{records, storeRevision?,
+    conflicts?}``) for ``recall_memory``: records checked as ``rankMemoryRecords`` checks
+    them, conflict entries as the kernel checks them (digest re-verified), then copied out
+    on every read; any write is refused."""
 
     def __init__(self, snapshot: Mapping[str, Any], *, name: str = "in-memory-authority"):
         records = [normalize_recall_record(r) for r in snapshot.get("records") or ()]
         self._name = name
         self._records = {r["memoryId"]: r for r in records}
+        conflicts = [parse_conflict(c).to_wire() for c in snapshot.get("conflicts") or ()]
+        self._conflicts = {c["conflictId"]: c for c in conflicts}
         revision = snapshot.get("storeRevision", len(self._records))
         if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
             raise InputError("<recall_memory params>", "/memory/storeRevision",
@@ -316,6 +326,20 @@ class RecallSnapshotPort:
     def reconciliations(self) -> dict[str, dict[str, Any]]:
         return {}
 
+    def put_conflict(self, conflict: Mapping[str, Any]) -> bool:
+        raise InputError("<recall_memory params>", "", "a read-only recall", "a write")
+
+    def conflicts_of(self, memory_ids: Iterable[str]) -> list[dict[str, Any]]:
+        wanted = set(memory_ids)
+        return [
+            json_copy(c)
+            for _, c in sorted(self._conflicts.items())
+            if not wanted.isdisjoint(c["memoryIds"])
+        ]
+
+    def conflicts(self) -> list[dict[str, Any]]:
+        return [json_copy(c) for _, c in sorted(self._conflicts.items())]
+
 
 # ----------------------------------------------------------------------------- methods
 
@@ -346,6 +370,7 @@ _ARGUMENT: Final = {
     "decide_memory": "command",
     "delete_memory": "request",
     "reconcile_memory": "operationId",
+    "resolve_memory_conflict": "request",
 }
 
 
@@ -516,6 +541,7 @@ def _call(method: str, params: Any) -> dict[str, Any]:
             "decide_memory": kernel.decide_memory,
             "delete_memory": kernel.delete_memory,
             "reconcile_memory": kernel.reconcile,
+            "resolve_memory_conflict": kernel.resolve_supersession,
         }[method]
         value = action(copy.deepcopy(params[argument]))
         return {

@@ -2,13 +2,14 @@
 
 The same behaviour as the peer's ``InMemoryMemoryPort`` (name ``in-memory-authority``;
 every seeded record and every commit advances the store revision by one), plus the
-change feed and scope listing of :class:`kernel.memory_ports.MemoryPort`.  Values are
-copied in and out, so callers never share state with the store: records are kept as the
-compact JSON of their normalized form (immutable bytes, verified on the way in by
-:func:`kernel.normalize_memory.memory_record_blob`; the change feed shares them) and
-parsed afresh on every read; events and operations are kept as compact JSON too when
-that round-trips exactly (otherwise deep-copied).  Records are indexed by id and by
-scope, so a commit or a read never scans the store.
+change feed, scope listing and conflict relation of :class:`kernel.memory_ports.MemoryPort`.
+Values are copied in and out, so callers never share state with the store: records are
+kept as the compact JSON of their normalized form (immutable bytes, verified on the way in
+by :func:`kernel.normalize_memory.memory_record_blob`; the change feed shares them) and
+parsed afresh on every read; events, operations and conflict entries are kept as compact
+JSON too when that round-trips exactly (otherwise deep-copied).  Records are indexed by
+id and by scope, conflict entries by member id, so a commit, a read or a conflict lookup
+never scans the store.
 ``drop`` / ``restore`` are test hooks simulating an external actor (a record lost, a
 backup restored); they bypass the CAS and do not advance the store revision.
 """
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from kernel.errors import InvalidArgument
+from kernel.memory_conflicts import parse_conflict
 from kernel.memory_ports import CommitResult, MemoryCommit, json_copy
 from kernel.normalize_memory import memory_record_blob
 
@@ -128,6 +130,9 @@ class InMemoryMemoryPort:
         self._change_revisions: list[int] = []
         self._changes: list[_Stored] = []
         self._revision = 0
+        # the conflict relation: entries by conflictId, and conflictIds by member memoryId
+        self._conflicts: dict[str, bytes | dict[str, Any]] = {}
+        self._conflicts_by_member: dict[str, set[str]] = {}
         self.seed(seed)
 
     @property
@@ -247,18 +252,41 @@ class InMemoryMemoryPort:
     def reconciliations(self) -> dict[str, dict[str, Any]]:
         return {key: _thaw(value) for key, value in self._reconciliations.items()}
 
+    def put_conflict(self, conflict: Mapping[str, Any]) -> bool:
+        conflict_id = str(conflict["conflictId"])
+        members = [str(m) for m in conflict["memoryIds"]]
+        if conflict_id in self._conflicts:
+            return False  # append-only: the first entry for the pair stays
+        self._conflicts[conflict_id] = _freeze(conflict)
+        for memory_id in members:
+            self._conflicts_by_member.setdefault(memory_id, set()).add(conflict_id)
+        return True
+
+    def conflicts_of(self, memory_ids: Iterable[str]) -> list[dict[str, Any]]:
+        found: set[str] = set()
+        for memory_id in memory_ids:
+            found.update(self._conflicts_by_member.get(memory_id, ()))
+        return [_thaw(self._conflicts[k]) for k in sorted(found)]
+
+    def conflicts(self) -> list[dict[str, Any]]:
+        return [_thaw(self._conflicts[k]) for k in sorted(self._conflicts)]
+
     def close(self) -> None:
         """Nothing to release (symmetry with the SQLite adapter)."""
 
     # ----------------------------------------------------------------- snapshots
     def snapshot(self) -> dict[str, Any]:
-        """The whole store as JSON: ``{records, events, reconciliations, storeRevision}``."""
-        return {
+        """The whole store as JSON: ``{records, events, reconciliations, storeRevision}``,
+        plus ``conflicts`` when the conflict relation holds any entry."""
+        out: dict[str, Any] = {
             "records": self.records(),
             "events": self.events(),
             "reconciliations": self.reconciliations(),
             "storeRevision": self._revision,
         }
+        if self._conflicts:
+            out["conflicts"] = self.conflicts()
+        return out
 
     @classmethod
     def from_snapshot(
@@ -277,6 +305,8 @@ class InMemoryMemoryPort:
         port._reconciliations = {
             str(k): _freeze(v) for k, v in (snapshot.get("reconciliations") or {}).items()
         }
+        for conflict in snapshot.get("conflicts") or ():
+            port.put_conflict(parse_conflict(conflict).to_wire())  # checked, digest verified
         revision = snapshot.get("storeRevision", len(port._records))
         if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
             raise InvalidArgument("storeRevision must be an integer >= 0")

@@ -4,7 +4,8 @@ Tables: ``records`` (the current version of every record, tombstones included,
 with scope columns indexed for scope listing), ``commits`` (one row per store
 revision: the record version written and its event — the change feed and event
 log; seeded records have no event), ``reconciliations`` (deletion operations by
-request id) and ``meta`` (the store revision).
+request id), ``conflicts`` (the conflict relation, append-only, indexed by both member
+ids; created on open when an older store lacks it) and ``meta`` (the store revision).
 
 Compare-and-swap: a commit runs in ``BEGIN IMMEDIATE`` (one writer at a time, also
 across processes), re-reads the record's revision inside the transaction and writes
@@ -56,7 +57,18 @@ CREATE TABLE IF NOT EXISTS reconciliations (
     request_id TEXT PRIMARY KEY,
     body       TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS conflicts (
+    conflict_id TEXT PRIMARY KEY,
+    memory_a    TEXT NOT NULL,
+    memory_b    TEXT NOT NULL,
+    body        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS conflicts_memory_a ON conflicts(memory_a);
+CREATE INDEX IF NOT EXISTS conflicts_memory_b ON conflicts(memory_b);
 """
+
+#: Ids per ``IN (…)`` lookup (well under SQLite's host-parameter limit, twice per query).
+_CHUNK = 400
 
 
 def _dumps(value: Any) -> str:
@@ -215,6 +227,38 @@ class SqliteMemoryPort:
     def reconciliations(self) -> dict[str, dict[str, Any]]:
         rows = self._query("SELECT request_id, body FROM reconciliations ORDER BY request_id")
         return {rid: _loads(body) for rid, body in rows}
+
+    def put_conflict(self, conflict: Mapping[str, Any]) -> bool:
+        first, second = (str(m) for m in conflict["memoryIds"])
+        try:
+            with self._tx() as conn:
+                cursor = conn.execute(
+                    "INSERT OR IGNORE INTO conflicts(conflict_id, memory_a, memory_b, body) "
+                    "VALUES (?, ?, ?, ?)",
+                    (str(conflict["conflictId"]), first, second, _dumps(dict(conflict))),
+                )
+                stored = cursor.rowcount == 1
+        except sqlite3.Error as exc:
+            raise StoreFailure("SQLite conflict write failed", details={}) from exc
+        return stored
+
+    def conflicts_of(self, memory_ids: Iterable[str]) -> list[dict[str, Any]]:
+        ids = sorted(set(memory_ids))
+        found: dict[str, str] = {}
+        for start in range(0, len(ids), _CHUNK):
+            chunk = tuple(ids[start : start + _CHUNK])
+            marks = ", ".join("?" * len(chunk))
+            rows = self._query(
+                f"SELECT conflict_id, body FROM conflicts WHERE memory_a IN ({marks}) "
+                f"UNION SELECT conflict_id, body FROM conflicts WHERE memory_b IN ({marks})",
+                chunk + chunk,
+            )
+            found.update(rows)
+        return [_loads(found[k]) for k in sorted(found)]
+
+    def conflicts(self) -> list[dict[str, Any]]:
+        rows = self._query("SELECT body FROM conflicts ORDER BY conflict_id")
+        return [_loads(body) for (body,) in rows]
 
     # ----------------------------------------------------------------- test hooks
     def drop(self, memory_id: str) -> None:

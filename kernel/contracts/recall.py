@@ -39,9 +39,16 @@ class MemoryRecallRequest(WireContract):
     now: Timestamp | None = None
 
 
+#: The other side(s) of a hit's unresolved conflicts (§9.3), sorted; kernel extension,
+#: written only when non-empty (``kernel.recall``, canonical profile).
+ConflictsWith = Annotated[tuple[Identifier, ...], Constraint(min_length=1, unique=True)]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecallHit(WireContract):
-    """One ranked memory: confidence, importance and relevance stay separate (§6.2)."""
+    """One ranked memory: confidence, importance and relevance stay separate (§6.2).
+    ``conflicts_with`` names the records it is in an unresolved conflict with that the
+    same request could recall (absent when there are none)."""
 
     memory_id: Identifier
     scope: Scope
@@ -53,6 +60,7 @@ class RecallHit(WireContract):
     estimated_tokens: Positive
     truncated: bool
     record: MemoryRecord
+    conflicts_with: ConflictsWith | None = None
 
     def __post_init__(self) -> None:
         check_scope_id(self.scope, self.scope_id)

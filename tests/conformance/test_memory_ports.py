@@ -1,16 +1,19 @@
 """One conformance suite for every MemoryPort adapter (``kernel.memory_ports``).
 
 Example tests pin the protocol (CAS, store revision, scope listing, change feed,
-events, reconciliations); a hypothesis ``RuleBasedStateMachine`` drives each adapter
-and a twenty-line reference model with the same random commits — fresh, stale and
-duplicate — and compares them after every step (as hypothesis's own
-``test_database_agreement.py`` runs one machine over several databases).
+events, reconciliations, the conflict relation); a hypothesis ``RuleBasedStateMachine``
+drives each adapter and a twenty-line reference model with the same random commits —
+fresh, stale and duplicate — and conflict entries, and compares them after every step
+(as hypothesis's own ``test_database_agreement.py`` runs one machine over several
+databases).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +28,7 @@ from kernel.adapters.memory_store_memory import InMemoryMemoryPort
 from kernel.adapters.sqlite_memory import SqliteMemoryPort
 from kernel.errors import InvalidArgument
 from kernel.memory import COMMAND_TARGETS, TRANSITIONS, apply_memory_command
+from kernel.memory_conflicts import record_conflict
 from kernel.memory_ports import MemoryCommit, MemoryPort, PurgePort
 from tests.kernel.test_memory_lifecycle import Clock, Ids, make
 
@@ -152,6 +156,54 @@ def test_sqlite_is_durable_and_cas_holds_across_connections(tmp_path: Path) -> N
         reopened.close()
 
 
+def conflict_entry(first: str, second: str, operation: str = "op-1") -> dict[str, Any]:
+    """A conflict entry as the kernel writes it (the port stores it as given)."""
+    a, b = make(memoryId=first, activate=True), make(memoryId=second, activate=True)
+    return record_conflict(a, b, at="2026-08-30T00:00:00.000Z", operation_id=operation).to_wire()
+
+
+def test_conflict_relation_is_append_only_and_indexed_by_member(port: MemoryPort) -> None:
+    propose(port, "mem-a")
+    ab, bc = conflict_entry("mem-a", "mem-b"), conflict_entry("mem-b", "mem-c")
+    assert port.put_conflict(ab) and port.put_conflict(bc)
+    assert not port.put_conflict(conflict_entry("mem-b", "mem-a", "op-2"))  # the first stays
+    assert port.store_revision() == 1 and port.changes(1) == []  # no record changed
+    expected = sorted([ab, bc], key=lambda c: c["conflictId"])
+    assert port.conflicts() == expected
+    assert port.conflicts_of(["mem-b"]) == expected  # each entry once
+    assert port.conflicts_of(["mem-a", "mem-c", "mem-a"]) == expected
+    assert port.conflicts_of(["mem-c"]) == [bc] and port.conflicts_of(["mem-x"]) == []
+    assert port.conflicts_of([]) == []
+    many = [f"mem-{i:04d}" for i in range(1000)]  # more ids than one SQL statement holds
+    assert port.conflicts_of([*many, "mem-a"]) == [ab]
+    got = port.conflicts_of(["mem-a"])[0]
+    got["memoryIds"].append("mutated by the caller")
+    assert port.conflicts_of(["mem-a"]) == [ab]
+
+
+def test_sqlite_keeps_conflicts_and_adds_the_table_to_an_older_store(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    SqliteMemoryPort(path).close()
+    with contextlib.closing(sqlite3.connect(path)) as conn:  # a store from before the relation
+        conn.executescript(
+            "DROP TABLE conflicts; DROP INDEX IF EXISTS conflicts_memory_a; "
+            "DROP INDEX IF EXISTS conflicts_memory_b;"
+        )
+    older = SqliteMemoryPort(path)
+    try:
+        propose(older, "mem-a")
+        assert older.conflicts() == [] and older.put_conflict(conflict_entry("mem-a", "mem-b"))
+    finally:
+        older.close()
+    reopened = SqliteMemoryPort(path)
+    try:
+        assert reopened.conflicts() == [conflict_entry("mem-a", "mem-b")]
+        assert reopened.conflicts_of(["mem-b"]) == reopened.conflicts()
+        assert reopened.store_revision() == 1
+    finally:
+        reopened.close()
+
+
 # --------------------------------------------------------------------------- the machine
 
 IDS = ("mem-a", "mem-b", "mem-c")
@@ -167,6 +219,13 @@ class Model:
         self.events: list[dict[str, Any]] = []
         self.reconciliations: dict[str, dict[str, Any]] = {}
         self.changes: list[tuple[int, dict[str, Any]]] = []
+        self.conflicts: dict[str, dict[str, Any]] = {}  # append-only, first entry stays
+
+    def put_conflict(self, conflict: dict[str, Any]) -> bool:
+        if conflict["conflictId"] in self.conflicts:
+            return False
+        self.conflicts[conflict["conflictId"]] = copy.deepcopy(conflict)
+        return True
 
     def commit(self, record: dict[str, Any], event: dict[str, Any], expected: int) -> bool:
         current = self.records.get(record["memoryId"])
@@ -220,6 +279,14 @@ class PortAgreement(RuleBasedStateMachine):
         self.port.put_reconciliation(operation)
         self.model.reconciliations[request_id] = operation
 
+    @rule(
+        pair=st.lists(st.sampled_from(IDS), min_size=2, max_size=2, unique=True),
+        operation=st.sampled_from(("op-1", "op-2")),
+    )
+    def conflict(self, pair: list[str], operation: str) -> None:
+        entry = conflict_entry(pair[0], pair[1], operation)
+        assert self.port.put_conflict(entry) == self.model.put_conflict(entry)
+
     @precondition(lambda self: self.adapter == "sqlite")
     @rule()
     def reopen(self) -> None:
@@ -242,6 +309,10 @@ class PortAgreement(RuleBasedStateMachine):
             ]
         for memory_id in IDS:
             assert port.read(memory_id) == model.records.get(memory_id)
+            assert port.conflicts_of([memory_id]) == [
+                c for _, c in sorted(model.conflicts.items()) if memory_id in c["memoryIds"]
+            ]
+        assert port.conflicts() == [c for _, c in sorted(model.conflicts.items())]
 
 
 _SETTINGS = settings(

@@ -1,7 +1,8 @@
 """A minimal MemoryPort for recall tests: holds already-normalized records as given (no
 re-normalization, so the peer's record sets with non-ASCII tags can be loaded), keeps a
-store revision and a change feed, and has hooks that bypass both (``drop``/``tamper``)
-to simulate an external actor corrupting the authority under its index."""
+store revision, a change feed and the conflict relation, and has hooks that bypass the
+revision and the feed (``drop``/``tamper``) to simulate an external actor corrupting the
+authority under its index."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ class ListPort:
     def __init__(self, records: Iterable[Mapping[str, Any]] = ()) -> None:
         self._records: dict[str, dict[str, Any]] = {}
         self._changes: list[tuple[int, dict[str, Any]]] = []
+        self._conflicts: dict[str, dict[str, Any]] = {}
         self._revision = 0
         self.reads = 0
         self.scope_lists: list[tuple[str, str | None]] = []
@@ -80,3 +82,21 @@ class ListPort:
 
     def reconciliations(self) -> dict[str, dict[str, Any]]:
         return {}
+
+    # the conflict relation (append-only, by conflictId; not on the change feed)
+    def put_conflict(self, conflict: Mapping[str, Any]) -> bool:
+        if conflict["conflictId"] in self._conflicts:
+            return False
+        self._conflicts[conflict["conflictId"]] = copy.deepcopy(dict(conflict))
+        return True
+
+    def conflicts_of(self, memory_ids: Iterable[str]) -> list[dict[str, Any]]:
+        wanted = set(memory_ids)
+        return [
+            copy.deepcopy(c)
+            for _, c in sorted(self._conflicts.items())
+            if not wanted.isdisjoint(c["memoryIds"])
+        ]
+
+    def conflicts(self) -> list[dict[str, Any]]:
+        return [copy.deepcopy(c) for _, c in sorted(self._conflicts.items())]

@@ -193,6 +193,96 @@ def test_recall_memory_on_a_sqlite_store_and_its_contract(tmp_path: Path) -> Non
         assert (error["code"], error["details"]["pointer"]) == ("invalid_input", pointer)
 
 
+# --- resolve_memory_conflict: an unresolved conflict is kept and recall shows it ------------
+
+CONFLICT_RECALL: dict[str, Any] = {
+    "query": "prefers",
+    "sink": "cli",
+    "scopeAdmissions": [{"scope": "user", "scopeId": "user-1"}],
+    "now": "2026-09-01T00:00:00Z",
+}
+
+
+def _conflicts_shown(params: dict[str, Any]) -> dict[str, Any]:
+    """``memoryId → conflictsWith`` of a canonical recall, scan and index alike."""
+    scan = call("recall_memory", {**params, "request": CONFLICT_RECALL, "profile": "canonical"})
+    indexed = call(
+        "recall_memory",
+        {**params, "request": CONFLICT_RECALL, "profile": "canonical", "index": True},
+    )
+    assert scan["result"]["value"] == indexed["result"]["value"]
+    return {h["memoryId"]: h.get("conflictsWith") for h in scan["result"]["value"]["results"]}
+
+
+def test_resolve_memory_conflict_then_recall_shows_it() -> None:
+    stamp = {"now": "2026-08-29T00:00:00Z", "uuidPrefix": "t"}
+    first = call("propose_memory", {"request": PROPOSAL, **stamp})["result"]
+    second = call(
+        "propose_memory",
+        {"memory": first["memoryAfter"], "uuidStart": 2, **stamp,
+         "request": {**PROPOSAL, "memoryId": "mem-2", "content": "Prefers npm"}},
+    )["result"]  # fmt: skip
+    assert "conflicts" not in second["memoryAfter"]  # absent until there is one
+    resolved = call(
+        "resolve_memory_conflict",
+        {"memory": second["memoryAfter"], "now": "2026-08-30T00:00:00Z",
+         "request": {"memoryIds": ["mem-2", "mem-1"], "operationId": "op-1"}},
+    )["result"]  # fmt: skip
+    value = resolved["value"]
+    assert value["decision"] == {"outcome": "conflict", "rule": "unresolved"}
+    assert value["recorded"] is True and value["conflict"]["memoryIds"] == ["mem-1", "mem-2"]
+    assert value["conflict"]["recordedAt"] == "2026-08-30T00:00:00.000Z"
+    after = resolved["memoryAfter"]
+    assert after["conflicts"] == [value["conflict"]]
+    assert after["storeRevision"] == second["memoryAfter"]["storeRevision"]
+    assert {k: v["state"] for k, v in resolved["recordStates"].items()} == {
+        "mem-1": "active",
+        "mem-2": "active",
+    }
+    assert _conflicts_shown({"memory": after}) == {"mem-1": ["mem-2"], "mem-2": ["mem-1"]}
+    peer = call("recall_memory", {"memory": after, "request": CONFLICT_RECALL})["result"]
+    assert all("conflictsWith" not in h for h in peer["value"]["results"])  # peer-exact
+
+    corrected = call(
+        "resolve_memory_conflict",
+        {"memory": after, "now": "2026-08-31T00:00:00Z", "uuidPrefix": "u",
+         "request": {"memoryIds": ["mem-1", "mem-2"], "userCorrection": "mem-2",
+                     "operationId": "op-2"}},
+    )["result"]  # fmt: skip
+    assert corrected["value"]["decision"]["rule"] == "user_correction"
+    assert corrected["value"]["superseded"]["record"]["memoryId"] == "mem-1"
+    assert corrected["recordStates"]["mem-1"]["state"] == "superseded"
+    assert corrected["uuidsConsumed"] == ["u-001"]  # the supersede event's id
+    assert corrected["memoryAfter"]["conflicts"] == after["conflicts"]  # append-only
+    assert _conflicts_shown({"memory": corrected["memoryAfter"]}) == {"mem-2": None}
+
+    tampered = {**after, "conflicts": [{**after["conflicts"][0], "operationId": "op-9"}]}
+    error = call("recall_memory", {"memory": tampered, "request": CONFLICT_RECALL})["error"]
+    assert error["code"] == "digest_mismatch"
+    bad = call("resolve_memory_conflict", {"memory": after, "request": {"memoryIds": []}})
+    assert bad["error"]["code"] == "invalid_argument"
+
+
+def test_resolve_memory_conflict_on_a_sqlite_store(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    SqliteMemoryPort(path).close()
+    spec = {"type": "sqlite", "path": str(path)}
+    other = {**PROPOSAL, "memoryId": "mem-2", "content": "Prefers npm"}
+    for proposal in (PROPOSAL, other):
+        call("propose_memory", {"memoryStore": spec, "request": proposal})
+    out = call(
+        "resolve_memory_conflict",
+        {"memoryStore": spec, "request": {"memoryIds": ["mem-1", "mem-2"]}},
+    )["result"]
+    assert out["value"]["recorded"] is True
+    port = SqliteMemoryPort(path)  # a new connection: the relation is on disk
+    try:
+        assert port.conflicts() == [out["value"]["conflict"]]
+    finally:
+        port.close()
+    assert _conflicts_shown({"memoryStore": spec}) == {"mem-1": ["mem-2"], "mem-2": ["mem-1"]}
+
+
 class _Replay:
     """A deletion vector replayed through ``kernel_rpc.call`` alone: one stateless call
     per step, each seeded with the previous ``memoryAfter``; the harness-only steps
