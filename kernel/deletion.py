@@ -257,7 +257,18 @@ def run_purge_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> lis
     """Purge every copy (content first, then each purge port, in order); never raises.
     Each port gets its own copy of the request: what one port does with it cannot reach
     the next."""
+    return _run_targets(ctx, operation, False)[0]
+
+
+def _run_targets(
+    ctx: DeletionContext, operation: Mapping[str, Any], refs_flat: bool
+) -> tuple[list[dict[str, Any]], bool]:
+    """:func:`run_purge_targets`, and whether every store's receipt is flat and plain
+    (:func:`_flat_plain`: the receipt digest's fast path).  ``refs_flat``: the operation's
+    evidence references are a verified record's (flat objects of scalars, so
+    :func:`_flat_refs` holds without looking)."""
     entries: list[dict[str, Any]] = []
+    plain = True
     ref = operation.get("contentRef")
     if ref:
 
@@ -266,11 +277,13 @@ def run_purge_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> lis
                 raise InvalidArgument("ContentPort is required to purge memory contentRef")
             return ctx.content.purge(ContentRef.from_wire(ref), operation["fence"])
 
-        entries.append(_settle(str(ref["store"]), purge_content))
+        entry = _settle(str(ref["store"]), purge_content)
+        plain = "receipt" not in entry or _flat_plain(entry["receipt"])
+        entries.append(entry)
     if not ctx.purge_ports:
-        return entries
+        return entries, plain
     request = _purge_request(operation)
-    flat = _flat_refs(request["evidenceRefs"])
+    flat = refs_flat or _flat_refs(request["evidenceRefs"])
     scalars = _FLAT_SCALARS
     names = ctx.purge_names if ctx.purge_names is not None else port_names(ctx.purge_ports)
     for name, port in zip(names, ctx.purge_ports, strict=True):
@@ -279,8 +292,11 @@ def run_purge_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> lis
             # a flat receipt (the common shape) is copied inline, anything else in full
             if type(value) is dict and scalars.issuperset(map(type, value.values())):
                 value = dict(value)
+                if plain:  # flat: plain unless an integer is out of range or keys are not
+                    plain = _flat_plain(value)
             else:
                 value = _receipt_value(value)
+                plain = plain and value is not None and _flat_plain(value)
         except Exception as exc:  # a failing copy is a pending store, never a crash
             entries.append(_failed(name, exc))
         else:
@@ -288,7 +304,7 @@ def run_purge_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> lis
                 entries.append({"store": name, "status": "purged", "receipt": value})
             else:
                 entries.append(_settled(name, value))
-    return entries
+    return entries, plain
 
 
 def deletion_receipt(
@@ -298,9 +314,12 @@ def deletion_receipt(
     record: Mapping[str, Any],
     stores: Sequence[Mapping[str, Any]],
     completed_at: str | None = None,
+    plain: bool | None = None,
 ) -> dict[str, Any]:
     """The ``DeletionReceipt``; ``completed_at`` is read from the clock when not given.
-    ``stores`` entries are taken as they are (the caller's own, never a port's)."""
+    ``stores`` entries are taken as they are (the caller's own, never a port's).
+    ``plain``: whether every store's receipt is flat and plain, when the caller has
+    established it while copying them (:func:`_run_targets`); ``None``: checked here."""
     receipt: dict[str, Any] = {
         "schema": RECEIPT_SCHEMA,
         "schemaVersion": 1,
@@ -330,7 +349,7 @@ def deletion_receipt(
         startedAt=operation["startedAt"],
         completedAt=clock_iso(ctx.clock) if completed_at is None else completed_at,
     )
-    receipt["digest"] = _receipt_digest(receipt)
+    receipt["digest"] = _receipt_digest(receipt, plain)
     return receipt
 
 
@@ -386,12 +405,15 @@ def _flat_plain(value: Any) -> bool:
     return _keys_canonical(tuple(value))
 
 
-def _receipt_digest(receipt: Mapping[str, Any]) -> str:
+def _receipt_digest(receipt: Mapping[str, Any], receipts_plain: bool | None = None) -> str:
     """The receipt digest: the fast canonical path when every store's receipt is flat and
     plain (the receipt's own fields are identifiers, states, digests, times and integers),
-    else the general peer canonicalisation."""
+    else the general peer canonicalisation.  ``receipts_plain``: that was established
+    already for these very entries (``None``: check them here)."""
     plain = _RECEIPT_KEYS_CANONICAL
-    if plain:
+    if receipts_plain is not None:
+        plain = plain and receipts_plain
+    elif plain:
         for entry in receipt["stores"]:
             if "receipt" in entry and not _flat_plain(entry["receipt"]):
                 plain = False
@@ -425,6 +447,7 @@ def _purge_and_seal(
     ctx: DeletionContext,
     operation: dict[str, Any],
     committed_tombstone: Transition | Mapping[str, Any],
+    refs_flat: bool = False,
 ) -> dict[str, Any]:
     """Steps 2 and 3 over a committed tombstone — the reducer's own :class:`Transition`
     (delete), or a record read back from the store (reconcile; verified again by the
@@ -433,18 +456,19 @@ def _purge_and_seal(
     The purge commit stores the record's last version, its event and the sealed operation
     (with its receipt) in one transaction.  The receipt's ``completedAt`` is read once,
     after the purge transition, whichever receipt it ends up in (the clock is called as
-    often, and in the same order, as when the receipt was written after the commit)."""
+    often, and in the same order, as when the receipt was written after the commit).
+    ``refs_flat``: the operation's evidence references are a verified record's."""
     tombstone = (
         committed_tombstone.record
         if isinstance(committed_tombstone, Transition)
         else committed_tombstone
     )
-    stores = run_purge_targets(ctx, operation)
+    stores, plain = _run_targets(ctx, operation, refs_flat)
     operation["stores"] = stores
     if any(entry["status"] != "purged" for entry in stores):
         _advance(operation, "purge_pending")
         ctx.memory.put_reconciliation(operation)
-        return deletion_receipt(ctx, operation, "partial", tombstone, stores)
+        return deletion_receipt(ctx, operation, "partial", tombstone, stores, plain=plain)
     purged, event = transition_memory(
         committed_tombstone,
         _command(operation, "purge", tombstone["revision"]),
@@ -452,7 +476,7 @@ def _purge_and_seal(
         new_id=ctx.new_id,
     )
     completed_at = clock_iso(ctx.clock)
-    receipt = deletion_receipt(ctx, operation, "purged", purged, stores, completed_at)
+    receipt = deletion_receipt(ctx, operation, "purged", purged, stores, completed_at, plain)
     committed = ctx.memory.commit(
         MemoryCommit(purged, event, _sealed(operation, receipt)), tombstone["revision"]
     )
@@ -460,7 +484,7 @@ def _purge_and_seal(
         _advance(operation, "commit_pending")
         ctx.memory.put_reconciliation(operation)
         return deletion_receipt(
-            ctx, operation, "reconciliation_required", tombstone, stores, completed_at
+            ctx, operation, "reconciliation_required", tombstone, stores, completed_at, plain
         )
     _advance(operation, "purged")
     return receipt
@@ -521,10 +545,12 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
     else:
         deletion = transition_memory(current, command, clock=ctx.clock, new_id=ctx.new_id)
     tombstone = deletion.record
-    # the operation is stored with the tombstone, in the same transaction
-    tombstoned = {**operation, "state": "tombstoned", "tombstoneRevision": tombstone["revision"]}
+    # the operation is stored with the tombstone, in the same transaction (the port keeps
+    # its own copy); a lost commit discards it
+    _advance(operation, "tombstoned")
+    operation["tombstoneRevision"] = tombstone["revision"]
     committed = ctx.memory.commit(
-        MemoryCommit(tombstone, deletion.event, tombstoned), current["revision"]
+        MemoryCommit(tombstone, deletion.event, operation), current["revision"]
     )
     if not committed.ok:
         raise RevisionConflict(
@@ -535,9 +561,8 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
                 "currentRevision": committed.current_revision,
             },
         )
-    _advance(operation, "tombstoned")
-    operation["tombstoneRevision"] = tombstone["revision"]
-    return _purge_and_seal(ctx, operation, deletion)
+    # evidence references of the record verified above: flat objects of scalars
+    return _purge_and_seal(ctx, operation, deletion, refs_flat=True)
 
 
 MAX_BATCH: Final = 100_000

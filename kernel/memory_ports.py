@@ -61,8 +61,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Final, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
 __all__ = ["CommitResult", "MemoryCommit", "MemoryPort", "PurgePort", "json_copy"]
 
@@ -90,18 +89,19 @@ def _copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryCommit:
+class MemoryCommit(NamedTuple):
     """One atomic write: the record's new version, its event, and optionally the
-    deletion operation (reconciliation) that must be durable with it."""
+    deletion operation (reconciliation) that must be durable with it.
+
+    A ``NamedTuple`` (immutable, as a frozen dataclass, but built by ``tuple.__new__``:
+    two are made per deletion — ADR 0006)."""
 
     record: Mapping[str, Any]
     event: Mapping[str, Any]
     reconciliation: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CommitResult:
+class CommitResult(NamedTuple):
     """``ok``: committed (``revision`` is the record's, ``store_revision`` the store's
     after the commit).  Not ``ok``: CAS lost, nothing written; ``current_revision``
     is the stored record's revision (0 when absent)."""

@@ -179,11 +179,22 @@ def kernel_value_digest(
             body = _ENCODE(value, True)
         except (TypeError, ValueError):
             return _digest.digest(value, domain, profile)
-        return (
-            _digest.DIGEST_PREFIX
-            + hashlib.sha256(domain.encode("utf-8") + b"\x00" + body).hexdigest()
-        )
+        prefix = _DOMAIN_PREFIXES.get(domain)
+        if prefix is None:
+            prefix = _domain_prefix(domain)
+        return _digest.DIGEST_PREFIX + hashlib.sha256(prefix + body).hexdigest()
     return _digest.digest(value, domain, profile)
+
+
+#: ``domain`` UTF-8 + NUL, by domain (the kernel uses a handful; bounded all the same).
+_DOMAIN_PREFIXES: dict[str, bytes] = {}
+
+
+def _domain_prefix(domain: str) -> bytes:
+    if len(_DOMAIN_PREFIXES) >= 64:
+        _DOMAIN_PREFIXES.clear()
+    prefix = _DOMAIN_PREFIXES[domain] = domain.encode("utf-8") + b"\x00"
+    return prefix
 
 
 # --- peer collation (String#localeCompare(other, "en"), ICU root, tertiary strength) -----

@@ -439,7 +439,7 @@ def tombstone_record(current: Mapping[str, Any], *, at: str, fence: str) -> dict
     """``normalize_memory_record`` of the tombstone of ``current`` (a normalized record,
     peer profile): state ``deleted``, revision + 1, updated ``at``, body-free, ``fence``."""
     memory_id = current["memoryId"]
-    at = _timestamp(at, "updatedAt")
+    at = _fast_timestamp(at, "updatedAt")
     out: dict[str, Any] = {"schemaVersion": 1, "memoryId": memory_id, "scope": current["scope"]}
     if "scopeId" in current:
         out["scopeId"] = current["scopeId"]
@@ -471,7 +471,9 @@ def purged_record(tombstone: Mapping[str, Any], *, at: str) -> dict[str, Any]:
     out = dict(tombstone)
     out.pop("digest", None)
     out.update(
-        state="purged", updatedAt=_timestamp(at, "updatedAt"), revision=tombstone["revision"] + 1
+        state="purged",
+        updatedAt=_fast_timestamp(at, "updatedAt"),
+        revision=tombstone["revision"] + 1,
     )
     return _sealed_record(out, out["memoryId"])
 
