@@ -384,3 +384,32 @@ def test_a_blob_is_one_shard_level_deep(tmp_path: Path) -> None:
     head = ref.object_id[:64]
     assert list(port.blobs()) == [tmp_path / "c" / "blobs" / head[:2] / head]
     assert (tmp_path / "c" / "refs" / head[:2] / f"{ref.object_id}.json").is_file()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork only")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+: fork with threads running
+def test_a_forked_child_starts_its_own_helper(tmp_path: Path) -> None:
+    port = FsContentPort(tmp_path / "c", durable=False)
+    port.put(os.urandom(2 * MIB), POLICY)  # the parent's long-lived helper exists now
+    data = os.urandom(2 * MIB)
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's helper thread does not exist here
+        code = 1
+        try:
+            ref = FsContentPort(tmp_path / "c", durable=False).put(data, POLICY)
+            code = 0 if ref.digest == "sha256:" + hashlib.sha256(data).hexdigest() else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 20
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:  # a child waiting for a helper that is not there
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's put did not finish")
+        time.sleep(0.01)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    ref = port.put(data, POLICY)  # the parent's helper still serves the parent
+    assert port.get(ref, READER) == data
