@@ -253,18 +253,13 @@ def port_names(ports: Sequence[PurgePort]) -> tuple[str, ...]:
     )
 
 
-def run_purge_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Purge every copy (content first, then each purge port, in order); never raises.
-    Each port gets its own copy of the request: what one port does with it cannot reach
-    the next."""
-    return _run_targets(ctx, operation, False)[0]
-
-
 def _run_targets(
     ctx: DeletionContext, operation: Mapping[str, Any], refs_flat: bool
 ) -> tuple[list[dict[str, Any]], bool]:
-    """:func:`run_purge_targets`, and whether every store's receipt is flat and plain
-    (:func:`_flat_plain`: the receipt digest's fast path).  ``refs_flat``: the operation's
+    """Purge every copy (content first, then each purge port, in order); never raises.
+    Each port gets its own copy of the request: what one port does with it cannot reach
+    the next.  Returns the store entries and whether every store's receipt is flat and
+    plain (:func:`_flat_plain`: the receipt digest's fast path).  ``refs_flat``: the operation's
     evidence references are a verified record's (flat objects of scalars, so
     :func:`_flat_refs` holds without looking)."""
     entries: list[dict[str, Any]] = []

@@ -19,7 +19,7 @@ fact, persisted by the :class:`~kernel.memory_ports.MemoryPort` (``put_conflict`
 MemoryRecord stays untouched (its schema v1 is closed and its wire form peer-exact).
 Resolution is *derived*, never written: a conflict is **live** only while both records
 are recallable (``active`` / ``reinforced``); once either is superseded, archived,
-expired, deleted or purged the entry no longer shows (:func:`is_live`).  Recall lists a
+expired, deleted or purged the entry no longer shows.  Recall lists a
 hit's live partners the request may see (:func:`conflict_partners` with the caller's
 governance predicate).  Pure: time and the operation id are passed in.
 """
@@ -32,7 +32,6 @@ from typing import Any, Final
 
 from kernel.digest import digest as _digest
 from kernel.errors import DigestMismatch, InvalidArgument
-from kernel.memory import RECALLABLE_STATES
 from kernel.memory_checks import (
     assert_scope,
     bounded_string,
@@ -49,8 +48,6 @@ __all__ = [
     "MemoryConflict",
     "conflict_id_for",
     "conflict_partners",
-    "is_live",
-    "live_conflicts",
     "parse_conflict",
     "record_conflict",
 ]
@@ -215,20 +212,6 @@ def _pair(value: Any, field: str, check: Callable[[Any, str], str]) -> tuple[str
 
 
 # --------------------------------------------------------------------------- derived views
-
-
-def is_live(conflict: MemoryConflict, states: Mapping[str, str]) -> bool:
-    """Both records exist and are recallable (``states``: memoryId → current state)."""
-    return all(states.get(m) in RECALLABLE_STATES for m in conflict.memory_ids)
-
-
-def live_conflicts(
-    conflicts: Iterable[MemoryConflict], records: Iterable[Mapping[str, Any]]
-) -> list[MemoryConflict]:
-    """The conflicts among ``records`` that are still live, ordered by conflictId."""
-    states = {str(r["memoryId"]): str(r["state"]) for r in records}
-    unique = {c.conflict_id: c for c in conflicts}
-    return [unique[k] for k in sorted(unique) if is_live(unique[k], states)]
 
 
 def conflict_partners(

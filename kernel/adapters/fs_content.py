@@ -425,8 +425,7 @@ class FsContentPort:
                     isinstance(content, bytes | bytearray | memoryview)
                     and (view := memoryview(content).cast("B")).nbytes >= PARALLEL_MIN
                 ):  # every chunk is known now: the helper never waits for the caller
-                    size = self.chunk_size
-                    pieces = [view[i : i + size] for i in range(0, len(view), size)]
+                    pieces = list(_chunks(view, self.chunk_size))
                     writer = _Writer(files, pieces[0], iter(pieces[1:]))
                     for piece in pieces:
                         hasher.update(piece)

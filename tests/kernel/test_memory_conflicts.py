@@ -18,8 +18,6 @@ from kernel.memory_conflicts import (
     CONFLICT_RULE,
     conflict_id_for,
     conflict_partners,
-    is_live,
-    live_conflicts,
     parse_conflict,
     record_conflict,
 )
@@ -134,18 +132,6 @@ def test_only_records_of_one_scope_conflict() -> None:
     )
     assert "scopeId" not in global_pair.to_wire()
     assert parse_conflict(global_pair.to_wire()) == global_pair
-
-
-def test_liveness_is_derived_from_record_states() -> None:
-    a, b, c = live("mem-a"), live("mem-b"), live("mem-c")
-    ab = record_conflict(a, b, at=AT, operation_id="o")
-    bc = record_conflict(b, c, at=AT, operation_id="o")
-    assert is_live(ab, {"mem-a": "active", "mem-b": "reinforced"})
-    for state in ("candidate", "superseded", "archived", "expired", "deleted", "purged"):
-        assert not is_live(ab, {"mem-a": "active", "mem-b": state})
-    assert not is_live(ab, {"mem-a": "active"})  # a record that is gone
-    superseded_c = {**c, "state": "superseded"}
-    assert live_conflicts([bc, ab, ab], [a, b, superseded_c]) == [ab]
 
 
 def test_partners_are_filtered_by_the_callers_visibility() -> None:
