@@ -214,8 +214,11 @@ def _settle(store: str, run: Callable[[], Any]) -> dict[str, Any]:
     return _settled(store, value)
 
 
-def _purge_request(operation: Mapping[str, Any]) -> dict[str, Any]:
-    """``{memoryId, fence, subject, selector, scope, scopeId?, evidenceRefs}``."""
+def _purge_request(operation: Mapping[str, Any], refs_flat: bool) -> tuple[dict[str, Any], bool]:
+    """``{memoryId, fence, subject, selector, scope, scopeId?, evidenceRefs}``, a private
+    deep copy, and whether its evidence references are flat objects of scalars
+    (:func:`_flat_refs`: then a shallow copy of each is a deep one; ``refs_flat``: known
+    to be, without looking)."""
     request: dict[str, Any] = {
         "memoryId": operation["memoryId"],
         "fence": operation["fence"],
@@ -225,8 +228,12 @@ def _purge_request(operation: Mapping[str, Any]) -> dict[str, Any]:
     }
     if operation.get("scopeId"):
         request["scopeId"] = operation["scopeId"]
-    request["evidenceRefs"] = list(operation.get("evidenceRefs") or [])
-    return request
+    refs = list(operation.get("evidenceRefs") or [])
+    if refs_flat or _flat_refs(refs):
+        request["evidenceRefs"] = list(map(dict, refs))
+        return request, True
+    request["evidenceRefs"] = refs
+    return json_copy(request), False
 
 
 def _flat_refs(refs: list[Any]) -> bool:
@@ -234,16 +241,6 @@ def _flat_refs(refs: list[Any]) -> bool:
     ``null`` (a verified record's always are): then a shallow copy of each is a deep one."""
     scalars = _FLAT_SCALARS
     return all(type(ref) is dict and scalars.issuperset(map(type, ref.values())) for ref in refs)
-
-
-def _request_copy(request: dict[str, Any], flat: bool) -> dict[str, Any]:
-    """A private deep copy of a purge request (its only nested values are the evidence
-    references; ``flat``: :func:`_flat_refs` holds for them)."""
-    if not flat:
-        return json_copy(request)
-    own = dict(request)
-    own["evidenceRefs"] = [dict(ref) for ref in own["evidenceRefs"]]
-    return own
 
 
 def port_names(ports: Sequence[PurgePort]) -> tuple[str, ...]:
@@ -258,8 +255,9 @@ def _run_targets(
 ) -> tuple[list[dict[str, Any]], bool]:
     """Purge every copy (content first, then each purge port, in order); never raises.
     Each port gets its own copy of the request: what one port does with it cannot reach
-    the next.  Returns the store entries and whether every store's receipt is flat and
-    plain (:func:`_flat_plain`: the receipt digest's fast path).  ``refs_flat``: the operation's
+    the next (the copies are taken from a private one, which the last port gets).
+    Returns the store entries and whether every store's receipt is flat and plain
+    (:func:`_flat_plain`: the receipt digest's fast path).  ``refs_flat``: the operation's
     evidence references are a verified record's (flat objects of scalars, so
     :func:`_flat_refs` holds without looking)."""
     entries: list[dict[str, Any]] = []
@@ -275,17 +273,33 @@ def _run_targets(
         entry = _settle(str(ref["store"]), purge_content)
         plain = "receipt" not in entry or _flat_plain(entry["receipt"])
         entries.append(entry)
-    if not ctx.purge_ports:
+    ports = ctx.purge_ports
+    if not ports:
         return entries, plain
-    request = _purge_request(operation)
-    flat = refs_flat or _flat_refs(request["evidenceRefs"])
-    scalars = _FLAT_SCALARS
-    names = ctx.purge_names if ctx.purge_names is not None else port_names(ctx.purge_ports)
-    for name, port in zip(names, ctx.purge_ports, strict=True):
+    request, flat = _purge_request(operation, refs_flat)
+    refs = request["evidenceRefs"]
+    plain_scalars, scalars, known_keys = _PLAIN_SCALARS, _FLAT_SCALARS, _CANONICAL_KEYS
+    names = ctx.purge_names if ctx.purge_names is not None else port_names(ports)
+    after = len(ports)  # ports still to run after the current one
+    for name, port in zip(names, ports, strict=True):
+        after -= 1
+        if not after:
+            own = request  # no port after this one: the private copy itself
+        elif flat:
+            own = dict(request)
+            own["evidenceRefs"] = list(map(dict, refs))
+        else:
+            own = json_copy(request)
         try:
-            value = port.purge(_request_copy(request, flat))
+            value = port.purge(own)
             # a flat receipt (the common shape) is copied inline, anything else in full
-            if type(value) is dict and scalars.issuperset(map(type, value.values())):
+            if type(value) is dict and plain_scalars.issuperset(map(type, value.values())):
+                value = dict(value)
+                if plain:  # strings, booleans and null: plain unless the keys are not
+                    keys = tuple(value)
+                    known = known_keys.get(keys)
+                    plain = _keys_canonical(keys) if known is None else known
+            elif type(value) is dict and scalars.issuperset(map(type, value.values())):
                 value = dict(value)
                 if plain:  # flat: plain unless an integer is out of range or keys are not
                     plain = _flat_plain(value)
@@ -315,6 +329,14 @@ def deletion_receipt(
     ``stores`` entries are taken as they are (the caller's own, never a port's).
     ``plain``: whether every store's receipt is flat and plain, when the caller has
     established it while copying them (:func:`_run_targets`); ``None``: checked here."""
+    revision = record["revision"]
+    authority = {
+        "store": ctx.memory.name,
+        "status": "purged" if status == "purged" else "tombstoned",
+        "revision": revision,
+    }
+    if completed_at is None:
+        completed_at = clock_iso(ctx.clock)
     receipt: dict[str, Any] = {
         "schema": RECEIPT_SCHEMA,
         "schemaVersion": 1,
@@ -322,28 +344,20 @@ def deletion_receipt(
         "subject": operation["subject"],
         "selector": operation["selector"],
         "scope": operation["scope"],
+        "scopeId": operation.get("scopeId"),
+        "memoryId": operation["memoryId"],
+        "fence": operation["fence"],
+        "authority": operation["authority"],
+        "status": status,
+        "revision": revision,
+        "recordState": record["state"],
+        "recordDigest": record["digest"],
+        "stores": [authority, *stores],
+        "startedAt": operation["startedAt"],
+        "completedAt": completed_at,
     }
-    if operation.get("scopeId"):
-        receipt["scopeId"] = operation["scopeId"]
-    receipt.update(
-        memoryId=operation["memoryId"],
-        fence=operation["fence"],
-        authority=operation["authority"],
-        status=status,
-        revision=record["revision"],
-        recordState=record["state"],
-        recordDigest=record["digest"],
-        stores=[
-            {
-                "store": ctx.memory.name,
-                "status": "purged" if status == "purged" else "tombstoned",
-                "revision": record["revision"],
-            },
-            *stores,
-        ],
-        startedAt=operation["startedAt"],
-        completedAt=clock_iso(ctx.clock) if completed_at is None else completed_at,
-    )
+    if not receipt["scopeId"]:  # present only when the operation has one
+        del receipt["scopeId"]
     receipt["digest"] = _receipt_digest(receipt, plain)
     return receipt
 
@@ -460,10 +474,11 @@ def _purge_and_seal(
     )
     stores, plain = _run_targets(ctx, operation, refs_flat)
     operation["stores"] = stores
-    if any(entry["status"] != "purged" for entry in stores):
-        _advance(operation, "purge_pending")
-        ctx.memory.put_reconciliation(operation)
-        return deletion_receipt(ctx, operation, "partial", tombstone, stores, plain=plain)
+    for entry in stores:
+        if entry["status"] != "purged":
+            _advance(operation, "purge_pending")
+            ctx.memory.put_reconciliation(operation)
+            return deletion_receipt(ctx, operation, "partial", tombstone, stores, plain=plain)
     purged, event = transition_memory(
         committed_tombstone,
         _command(operation, "purge", tombstone["revision"]),
@@ -529,9 +544,10 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
         "startedAt": clock_iso(ctx.clock),
     }
     command = _command(operation, "delete", binding["expectedRevision"])
-    if blob is not None:  # verified here, by the stored bytes' own hash
+    if blob is not None:  # verified here, by the stored bytes' own hash; the version is
+        # about to be replaced by its tombstone, so it is not entered in the memo
         deletion = transition_memory(
-            verified_stored_record(blob, current),
+            verified_stored_record(blob, current, remember=False),
             command,
             clock=ctx.clock,
             new_id=ctx.new_id,

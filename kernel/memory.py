@@ -464,7 +464,9 @@ def _transition(
                 "actualRevision": current["revision"],
             },
         )
-    kind = bounded_string(cmd.get("type"), "type", 1, 64)
+    kind = cmd.get("type")
+    if type(kind) is not str or not 0 < len(kind) <= 32:  # ≤ 32 code points: ≤ 64 UTF-16 units
+        kind = bounded_string(kind, "type", 1, 64)
     target = next_state(current["state"], kind)
     at = clock_iso(clock) if "at" not in cmd else timestamp(cmd["at"], "at")
     if kind == "delete":  # built in normal form (kernel.normalize_memory), digest computed

@@ -159,7 +159,14 @@ def keys_sort_canonically(key_sets: Iterable[frozenset[str]]) -> bool:
         return False
 
 
-_ENCODE = _digest.ENCODERS.get("orjson")
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a declared dependency
+    _orjson = None  # type: ignore[assignment]
+#: ``kernel.digest``'s ``orjson`` encoder (``orjson.dumps(value, option=OPT_SORT_KEYS)``)
+#: as its two parts, so the fast path below makes one call; ``None`` without ``orjson``.
+_DUMPS: Any = _orjson.dumps if "orjson" in _digest.ENCODERS else None
+_SORT_KEYS: Final = _orjson.OPT_SORT_KEYS if _DUMPS is not None else 0
 
 
 def kernel_value_digest(
@@ -174,9 +181,9 @@ def kernel_value_digest(
     its own fast paths; strings with lone surrogates (which the encoder refuses) and any
     other case go to ``kernel.digest.digest``.
     """
-    if keys_canonical and _ENCODE is not None and profile in ("peer", "jcs"):
+    if keys_canonical and _DUMPS is not None and profile in ("peer", "jcs"):
         try:
-            body = _ENCODE(value, True)
+            body = _DUMPS(value, option=_SORT_KEYS)  # the ``orjson`` encoder, called directly
         except (TypeError, ValueError):
             return _digest.digest(value, domain, profile)
         prefix = _DOMAIN_PREFIXES.get(domain)

@@ -37,6 +37,7 @@ from kernel.normalize import (
     _MISSING,
     _PROVENANCE_FIELDS,
     _SOURCE_REF_FIELDS,
+    MAX_SAFE_INTEGER,
     MEMORY_RECORD_DOMAIN,
     MEMORY_STATES,
     RETENTION_MODES,
@@ -174,9 +175,12 @@ def _may_hold_secret(folded: str) -> tuple[bool, ...]:
 def contains_secret_material(content: str) -> bool:
     """The peer's secret-material detector (same patterns, JavaScript ``/iu`` semantics)."""
     folded = (content if content.isascii() else content.translate(_FOLD_TO_ASCII)).lower()
+    possible = _may_hold_secret(folded)
+    if True not in possible:  # no pattern can match: none is run
+        return False
     return any(
-        possible and pattern.search(content) is not None
-        for possible, pattern in zip(_may_hold_secret(folded), _SECRET_PATTERNS, strict=True)
+        may and pattern.search(content) is not None
+        for may, pattern in zip(possible, _SECRET_PATTERNS, strict=True)
     )
 
 
@@ -291,18 +295,19 @@ def _fast_provenance(raw: Any) -> dict[str, Any]:
 
 _MEMO_LIMIT: Final = 32_768
 _VERIFIED: set[bytes] = set()
-#: The bytes last remembered and their SHA-256 (``[blob, key]``): a derived record is
-#: remembered when the reducer builds it and looked up again, byte for byte, when a store
-#: commits it — equal bytes have the same hash, so it is not computed twice.
-_RECENT: list[bytes] = [b"", b""]
+#: The compact JSON of the record verified or derived last (``[blob]``): a verified
+#: output's bytes, so equal bytes are a hit without hashing them — the store's commit of
+#: the record the reducer just built, byte for byte, is this case.
+_RECENT: list[bytes] = [b""]
 
 
-def _key(blob: bytes) -> bytes:
-    """SHA-256 of ``blob`` (the last remembered output's, when ``blob`` is those bytes)."""
-    recent = _RECENT
-    if blob == recent[0]:
-        return recent[1]
-    return hashlib.sha256(blob).digest()
+def _lookup(blob: bytes) -> bytes | None:
+    """``None`` when ``blob`` is a verified output's bytes (the most recent one, or one
+    whose SHA-256 the memo holds); otherwise its SHA-256, for :func:`_remember`."""
+    if blob == _RECENT[0]:
+        return None
+    key = hashlib.sha256(blob).digest()
+    return None if key in _VERIFIED else key
 
 
 def _memo_key(raw: Any) -> bytes | None:
@@ -313,10 +318,6 @@ def _memo_key(raw: Any) -> bytes | None:
         return _orjson.dumps(raw, option=_orjson.OPT_PASSTHROUGH_SUBCLASS)
     except TypeError:  # JSONEncodeError: a subclass, a lone surrogate, a huge int, …
         return None
-
-
-def _seen(blob: bytes) -> bool:
-    return hashlib.sha256(blob).digest() in _VERIFIED
 
 
 def _remember(
@@ -333,14 +334,23 @@ def _remember(
             raw_key = hashlib.sha256(blob).digest()
         _VERIFIED.add(raw_key)
         _RECENT[0] = blob
-        _RECENT[1] = raw_key
     return blob
+
+
+def _remember_derived(out: dict[str, Any]) -> None:
+    """Remember a record the reducer derived in normal form (a tombstone, a purged
+    version) as the most recent output only: the store's commit of it, next, is a hit;
+    it is not hashed into the memo (the version it replaces is never current again, and a
+    later read of it is verified in full)."""
+    blob = _memo_key(out)
+    if blob is not None:
+        _RECENT[0] = blob
 
 
 def forget_verified_records() -> None:
     """Empty the memo (benchmarks measuring the cold path; tests)."""
     _VERIFIED.clear()
-    _RECENT[0] = _RECENT[1] = b""
+    _RECENT[0] = b""
 
 
 def normalize_memory_record(raw: Any, *, profile: _digest.Profile = "peer") -> dict[str, Any]:
@@ -349,8 +359,8 @@ def normalize_memory_record(raw: Any, *, profile: _digest.Profile = "peer") -> d
     if profile != "peer":
         return _normalize(raw, profile)
     blob = _memo_key(raw)
-    key = _key(blob) if blob is not None else None
-    if blob is not None and key in _VERIFIED:
+    key = _lookup(blob) if blob is not None else None
+    if blob is not None and key is None:
         out: dict[str, Any] = _orjson.loads(blob)
         return out
     out = _normalize(raw, profile)
@@ -363,8 +373,8 @@ def verified_memory_record(raw: Any) -> Mapping[str, Any]:
     hit ``raw`` itself (it *is* the normalized record), otherwise the new normalized
     record.  Never mutate or keep what it returns."""
     blob = _memo_key(raw)
-    key = _key(blob) if blob is not None else None
-    if key is not None and key in _VERIFIED:
+    key = _lookup(blob) if blob is not None else None
+    if blob is not None and key is None:
         verified: Mapping[str, Any] = raw
         return verified
     out = _normalize(raw, "peer")
@@ -381,17 +391,21 @@ def parse_stored_record(blob: bytes) -> dict[str, Any] | None:
     return value if type(value) is dict else None
 
 
-def verified_stored_record(blob: bytes, raw: dict[str, Any]) -> Mapping[str, Any]:
+def verified_stored_record(
+    blob: bytes, raw: dict[str, Any], *, remember: bool = True
+) -> Mapping[str, Any]:
     """``verified_memory_record(raw)`` for ``raw = parse_stored_record(blob)`` (bytes a
     store holds): the memo is looked up by the hash of ``blob`` itself, which is not
     encoded again.  A hit means ``blob`` *is* a verified output's bytes, so its parse
-    ``raw`` is that output; otherwise ``raw`` is verified in full.  Never mutate or keep
-    what it returns."""
-    key = _key(blob)
-    if key in _VERIFIED:
+    ``raw`` is that output; otherwise ``raw`` is verified in full — and remembered unless
+    ``remember`` is false (a caller about to replace that version: a deletion).  Never
+    mutate or keep what it returns."""
+    key = _lookup(blob)
+    if key is None:
         return raw
     out = _normalize(raw, "peer")
-    _remember(out, blob, key)
+    if remember:
+        _remember(out, blob, key)
     return out
 
 
@@ -400,8 +414,8 @@ def memory_record_blob(raw: Any) -> tuple[bytes, Mapping[str, Any]]:
     mapping to read the normalized fields from — ``raw`` itself when it already was a
     verified record, so nothing is parsed; never store that mapping."""
     raw_blob = _memo_key(raw)
-    key = _key(raw_blob) if raw_blob is not None else None
-    if raw_blob is not None and key in _VERIFIED:
+    key = _lookup(raw_blob) if raw_blob is not None else None
+    if raw_blob is not None and key is None:
         return raw_blob, raw
     out = _normalize(raw, "peer")
     blob = _remember(out, raw_blob, key)
@@ -426,12 +440,17 @@ TOMBSTONE_SINK: Final = "kernel.tombstone"
 
 
 def _sealed_record(out: dict[str, Any], memory_id: str) -> dict[str, Any]:
-    out["revision"] = _integer(out["revision"], "revision", 1)
+    revision = out["revision"]
+    if type(revision) is not int or not 1 <= revision <= MAX_SAFE_INTEGER:
+        out["revision"] = _integer(revision, "revision", 1)
     plain = _MEMORY_KEYS_CANONICAL  # scores are ints 0 (tombstone) or copied: checked below
     if plain:
-        plain = _plain_number(out["confidence"]) and _plain_number(out["importance"])
+        confidence, importance = out["confidence"], out["importance"]
+        plain = (type(confidence) is int or _plain_number(confidence)) and (
+            type(importance) is int or _plain_number(importance)
+        )
     out["digest"] = kernel_value_digest(out, MEMORY_RECORD_DOMAIN, "peer", plain)
-    _remember(out)
+    _remember_derived(out)
     return out
 
 
@@ -440,27 +459,30 @@ def tombstone_record(current: Mapping[str, Any], *, at: str, fence: str) -> dict
     peer profile): state ``deleted``, revision + 1, updated ``at``, body-free, ``fence``."""
     memory_id = current["memoryId"]
     at = _fast_timestamp(at, "updatedAt")
-    out: dict[str, Any] = {"schemaVersion": 1, "memoryId": memory_id, "scope": current["scope"]}
-    if "scopeId" in current:
-        out["scopeId"] = current["scopeId"]
-    out.update(
-        category="deleted",
-        content="",
-        provenance={"source": TOMBSTONE_SOURCE, "observedAt": at},
-        evidenceRefs=[{"store": TOMBSTONE_SOURCE, "id": memory_id, "digest": current["digest"]}],
-        confidence=0,
-        importance=0,
-        tags=[],
-        sensitivity=current["sensitivity"],
-        allowedSinks=[TOMBSTONE_SINK],
-        state="deleted",
-        retentionPolicy=dict(current["retentionPolicy"]),
-        createdAt=current["createdAt"],
-        updatedAt=at,
-        accessCount=0,
-        revision=current["revision"] + 1,
-        deletionFence=_identifier(fence, "deletionFence"),
-    )
+    out: dict[str, Any] = {
+        "schemaVersion": 1,
+        "memoryId": memory_id,
+        "scope": current["scope"],
+        "scopeId": current.get("scopeId", _MISSING),
+        "category": "deleted",
+        "content": "",
+        "provenance": {"source": TOMBSTONE_SOURCE, "observedAt": at},
+        "evidenceRefs": [{"store": TOMBSTONE_SOURCE, "id": memory_id, "digest": current["digest"]}],
+        "confidence": 0,
+        "importance": 0,
+        "tags": [],
+        "sensitivity": current["sensitivity"],
+        "allowedSinks": [TOMBSTONE_SINK],
+        "state": "deleted",
+        "retentionPolicy": dict(current["retentionPolicy"]),
+        "createdAt": current["createdAt"],
+        "updatedAt": at,
+        "accessCount": 0,
+        "revision": current["revision"] + 1,
+        "deletionFence": _identifier(fence, "deletionFence"),
+    }
+    if out["scopeId"] is _MISSING:  # present exactly when ``current`` has one
+        del out["scopeId"]
     return _sealed_record(out, memory_id)
 
 
@@ -470,17 +492,16 @@ def purged_record(tombstone: Mapping[str, Any], *, at: str) -> dict[str, Any]:
     The result shares its nested values with ``tombstone``: pass a record you own."""
     out = dict(tombstone)
     out.pop("digest", None)
-    out.update(
-        state="purged",
-        updatedAt=_fast_timestamp(at, "updatedAt"),
-        revision=tombstone["revision"] + 1,
-    )
+    out["state"] = "purged"  # existing keys: their places are kept
+    out["updatedAt"] = _fast_timestamp(at, "updatedAt")
+    out["revision"] = tombstone["revision"] + 1
     return _sealed_record(out, out["memoryId"])
 
 
 def _normalize(raw: Any, profile: _digest.Profile) -> dict[str, Any]:
-    value = _object(raw, "MemoryRecord")
-    _known(value, _MEMORY_FIELDS, "MemoryRecord")
+    value = raw if type(raw) is dict else _object(raw, "MemoryRecord")
+    if not _MEMORY_FIELDS.issuperset(value):
+        _known(value, _MEMORY_FIELDS, "MemoryRecord")
     get = value.get
     if not _is_one(get("schemaVersion")):
         raise InvalidArgument("MemoryRecord schemaVersion must be 1")
@@ -546,11 +567,17 @@ def _normalize(raw: Any, profile: _digest.Profile) -> dict[str, Any]:
     out["updatedAt"] = _fast_timestamp(get("updatedAt"), "updatedAt")
     if "lastAccessedAt" in value:
         out["lastAccessedAt"] = _timestamp(value["lastAccessedAt"], "lastAccessedAt")
-    out["accessCount"] = _integer(get("accessCount"), "accessCount")
+    access_count = get("accessCount")
+    if type(access_count) is not int or not 0 <= access_count <= MAX_SAFE_INTEGER:
+        access_count = _integer(access_count, "accessCount")
+    out["accessCount"] = access_count
     if "supersedes" in value:
         entries = _string_set(value["supersedes"], "supersedes", 0, 128, 160)
         out["supersedes"] = [_identifier(e, "supersedes") for e in entries]
-    out["revision"] = _integer(get("revision"), "revision", 1)
+    revision = get("revision")
+    if type(revision) is not int or not 1 <= revision <= MAX_SAFE_INTEGER:
+        revision = _integer(revision, "revision", 1)
+    out["revision"] = revision
     if "deletionFence" in value:
         out["deletionFence"] = _identifier(value["deletionFence"], "deletionFence")
     plain = (
@@ -560,7 +587,8 @@ def _normalize(raw: Any, profile: _digest.Profile) -> dict[str, Any]:
     )
     digest = kernel_value_digest(out, MEMORY_RECORD_DOMAIN, profile, plain)
     supplied = get("digest", _MISSING)
-    if supplied is not _MISSING and _digest_value(supplied) != digest:
+    # equal to the computed digest (well-formed by construction): nothing more to check
+    if supplied is not _MISSING and supplied != digest and _digest_value(supplied) != digest:
         raise DigestMismatch(
             "MemoryRecord digest does not match canonical content", details={"memoryId": memory_id}
         )

@@ -191,7 +191,10 @@ class InMemoryMemoryPort:
         owner, event = commit.event.get("memoryId"), _freeze(commit.event)
         operation = commit.reconciliation
         frozen = _freeze(operation) if operation is not None else None
-        stored = _stored(blob, record, current)
+        scope = (record["scope"], record.get("scopeId"))
+        if current is not None and current[_SCOPE] == scope:
+            scope = current[_SCOPE]  # the same scope: share the previous version's pair
+        stored = (blob, record["revision"], scope, record["state"])
         self._records[memory_id] = stored
         if current is None or current[_SCOPE] is not stored[_SCOPE]:  # not already filed
             if current is not None:
@@ -204,7 +207,7 @@ class InMemoryMemoryPort:
         self._revision += 1
         self._change_revisions.append(self._revision)
         self._changes.append(stored)
-        return CommitResult(True, self._revision, revision=stored[_REVISION])
+        return CommitResult(True, self._revision, stored[_REVISION])
 
     def store_revision(self) -> int:
         return self._revision

@@ -48,10 +48,13 @@ from kernel.normalize_memory import (
     _normalize,
     contains_secret_material,
     forget_verified_records,
+    memory_record_blob,
     normalize_memory_record,
+    parse_stored_record,
     purged_record,
     tombstone_record,
     verified_memory_record,
+    verified_stored_record,
 )
 
 AT = "2026-09-01T12:00:00.000Z"
@@ -268,6 +271,54 @@ def test_the_memo_answers_only_for_the_exact_bytes_it_verified() -> None:
     assert reordered == verified and list(reordered) == list(verified)
     forget_verified_records()
     assert verified_memory_record(dict(verified)) is not verified  # a miss: normalised anew
+
+
+def test_a_derived_record_is_trusted_only_as_the_latest_output_byte_for_byte() -> None:
+    forget_verified_records()
+    current = normalize_memory_record(record())
+    tombstone = tombstone_record(current, at=AT, fence="fence-1")
+    blob, fields = memory_record_blob(tombstone)  # the store's commit of it, next: a hit
+    assert fields is tombstone and parse_stored_record(blob) == tombstone
+    with pytest.raises(DigestMismatch):  # any change is verified in full
+        memory_record_blob({**tombstone, "category": "other"})
+    with pytest.raises(InvalidArgument):
+        memory_record_blob({**tombstone, "content": "the body came back"})
+    purged = purged_record(dict(tombstone), at=AT)
+    assert memory_record_blob(purged)[1] is purged
+    # the tombstone is no longer the latest output and was never hashed into the memo:
+    # its bytes are verified in full again (same outcome, a new mapping)
+    again_blob, again = memory_record_blob(tombstone)
+    assert again is not tombstone and again == tombstone and again_blob == blob
+
+
+def test_a_stored_record_read_for_replacement_is_verified_but_not_remembered() -> None:
+    forget_verified_records()
+    seeded = _normalize(record(), "peer")
+    blob = memory_record_blob(seeded)[0]
+    forget_verified_records()  # as a store loaded from disk
+    raw = parse_stored_record(blob)
+    assert raw is not None
+    first = verified_stored_record(blob, raw, remember=False)
+    assert first is not raw and first == raw  # verified in full
+    second = verified_stored_record(blob, raw)  # still not in the memo: in full again
+    assert second is not raw and second == raw
+    assert verified_stored_record(blob, raw) is raw  # remembered by the call before
+    tampered = blob.replace(b'"internal"', b'"secret"')
+    tampered_raw = parse_stored_record(tampered)
+    assert tampered_raw is not None
+    with pytest.raises(DigestMismatch):
+        verified_stored_record(tampered, tampered_raw, remember=False)
+
+
+def test_a_supplied_digest_is_checked_for_form_before_it_is_compared() -> None:
+    forget_verified_records()
+    verified = normalize_memory_record(record())
+    with pytest.raises(InvalidArgument) as caught:  # malformed: the form error, first
+        _normalize({**verified, "digest": "sha256:XYZ"}, "peer")
+    assert caught.value.details == {"field": "digest"}
+    with pytest.raises(DigestMismatch):  # well-formed, wrong
+        _normalize({**verified, "digest": "sha256:" + "0" * 64}, "peer")
+    assert _normalize(dict(verified), "peer") == verified
 
 
 # --------------------------------------------------------------------------- digests
