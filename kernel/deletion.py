@@ -51,6 +51,7 @@ from kernel.errors import InvalidArgument, KernelError, RevisionConflict, ScopeD
 from kernel.memory import Transition, clock_iso, transition_memory
 from kernel.memory_checks import (
     MAX_SAFE_INTEGER,
+    SCOPES,
     assert_scope,
     bounded_integer,
     bounded_string,
@@ -76,6 +77,7 @@ __all__ = [
     "reconcile_deletion",
 ]
 
+_new_tuple: Final = tuple.__new__  # a NamedTuple built without its Python-level __new__
 RECEIPT_SCHEMA: Final = "chainlesschain.memory-deletion-receipt/v1"
 RECEIPT_DOMAIN: Final = "chainlesschain.memory-deletion-receipt/v1"
 MAX_CODE: Final = 128
@@ -102,6 +104,8 @@ _REQUEST_FIELDS: Final = frozenset(
     }
 )
 _BINDING: Final = ("memoryId", "fence", "authority", "subject", "selector")
+#: The scopes that take a ``scopeId`` (all but ``global``: :func:`assert_scope`).
+_SCOPED: Final = frozenset(SCOPES) - {"global"}
 
 #: Called with ``(target name, request)`` before each purge target runs (observability).
 PurgeObserver = Callable[[str, Mapping[str, Any]], None]
@@ -140,7 +144,12 @@ def parse_deletion_request(raw: Any) -> dict[str, Any]:
     }
     if out["selector"] != f"memory:{memory_id}":
         raise InvalidArgument("deletion selector must exactly bind the target memory ID")
-    out.update(assert_scope(request.get("scope"), request.get("scopeId")))
+    scope = request.get("scope")
+    if type(scope) is str and scope in _SCOPED:  # ``assert_scope`` of a scope with an id
+        out["scope"] = scope
+        out["scopeId"] = fast_identifier(request.get("scopeId"), "scopeId")
+    else:
+        out.update(assert_scope(scope, request.get("scopeId")))
     out["memoryId"] = memory_id
     out["fence"] = fast_identifier(request.get("fence"), "fence")
     expected = request.get("expectedRevision")
@@ -488,7 +497,8 @@ def _purge_and_seal(
     completed_at = clock_iso(ctx.clock)
     receipt = deletion_receipt(ctx, operation, "purged", purged, stores, completed_at, plain)
     committed = ctx.memory.commit(
-        MemoryCommit(purged, event, _sealed(operation, receipt)), tombstone["revision"]
+        _new_tuple(MemoryCommit, (purged, event, _sealed(operation, receipt))),
+        tombstone["revision"],
     )
     if not committed.ok:
         _advance(operation, "commit_pending")
@@ -561,7 +571,7 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
     _advance(operation, "tombstoned")
     operation["tombstoneRevision"] = tombstone["revision"]
     committed = ctx.memory.commit(
-        MemoryCommit(tombstone, deletion.event, operation), current["revision"]
+        _new_tuple(MemoryCommit, (tombstone, deletion.event, operation)), current["revision"]
     )
     if not committed.ok:
         raise RevisionConflict(

@@ -407,6 +407,9 @@ def apply_memory_command(
     return MemoryMutation(new, event, receipt)
 
 
+_new_tuple: Final = tuple.__new__
+
+
 class Transition(NamedTuple):
     """What :func:`transition_memory` produced: the new record (normal form, digest
     computed) and its event."""
@@ -438,7 +441,7 @@ def transition_memory(
     else:
         current = verified_memory_record(record)
     new, event, _, _ = _transition(current, command, clock, new_id, None)
-    return Transition(new, event)
+    return _new_tuple(Transition, (new, event))  # the NamedTuple, without its Python __new__
 
 
 def _transition(

@@ -189,9 +189,12 @@ def kernel_value_digest(
         prefix = _DOMAIN_PREFIXES.get(domain)
         if prefix is None:
             prefix = _domain_prefix(domain)
-        return _digest.DIGEST_PREFIX + hashlib.sha256(prefix + body).hexdigest()
+        return _DIGEST_PREFIX + _sha256(prefix + body).hexdigest()
     return _digest.digest(value, domain, profile)
 
+
+_DIGEST_PREFIX: Final = _digest.DIGEST_PREFIX
+_sha256: Final = hashlib.sha256
 
 #: ``domain`` UTF-8 + NUL, by domain (the kernel uses a handful; bounded all the same).
 _DOMAIN_PREFIXES: dict[str, bytes] = {}

@@ -414,9 +414,13 @@ def memory_record_blob(raw: Any) -> tuple[bytes, Mapping[str, Any]]:
     mapping to read the normalized fields from — ``raw`` itself when it already was a
     verified record, so nothing is parsed; never store that mapping."""
     raw_blob = _memo_key(raw)
-    key = _lookup(raw_blob) if raw_blob is not None else None
-    if raw_blob is not None and key is None:
-        return raw_blob, raw
+    key = None
+    if raw_blob is not None:
+        if raw_blob == _RECENT[0]:  # the record the reducer just built: :func:`_lookup`
+            return raw_blob, raw
+        key = _lookup(raw_blob)
+        if key is None:
+            return raw_blob, raw
     out = _normalize(raw, "peer")
     blob = _remember(out, raw_blob, key)
     if blob is None:  # pragma: no cover - only without orjson
@@ -450,7 +454,7 @@ def _sealed_record(out: dict[str, Any], memory_id: str) -> dict[str, Any]:
             type(importance) is int or _plain_number(importance)
         )
     out["digest"] = kernel_value_digest(out, MEMORY_RECORD_DOMAIN, "peer", plain)
-    _remember_derived(out)
+    _remember_derived(out)  # the store's commit of it, next, is a hit
     return out
 
 
@@ -587,8 +591,12 @@ def _normalize(raw: Any, profile: _digest.Profile) -> dict[str, Any]:
     )
     digest = kernel_value_digest(out, MEMORY_RECORD_DOMAIN, profile, plain)
     supplied = get("digest", _MISSING)
-    # equal to the computed digest (well-formed by construction): nothing more to check
-    if supplied is not _MISSING and supplied != digest and _digest_value(supplied) != digest:
+    # a string equal to the computed digest (well-formed by construction) is that digest
+    if (
+        supplied is not _MISSING
+        and not (type(supplied) is str and supplied == digest)
+        and _digest_value(supplied) != digest
+    ):
         raise DigestMismatch(
             "MemoryRecord digest does not match canonical content", details={"memoryId": memory_id}
         )

@@ -207,7 +207,7 @@ class InMemoryMemoryPort:
         self._revision += 1
         self._change_revisions.append(self._revision)
         self._changes.append(stored)
-        return CommitResult(True, self._revision, stored[_REVISION])
+        return tuple.__new__(CommitResult, (True, self._revision, stored[_REVISION], None))
 
     def store_revision(self) -> int:
         return self._revision
