@@ -75,6 +75,7 @@ from kernel.normalize_memory import (
     verified_memory_record,
 )
 from kernel.ports import Clock, NewId
+from kernel.timestamps import MAX_EPOCH_MS, format_epoch_ms
 
 __all__ = [
     "COMMAND_TARGETS",
@@ -239,7 +240,9 @@ def clock_iso(clock: Clock) -> str:
     last = _LAST_ISO
     if type(epoch) is int and epoch == last[0]:
         return last[1]
-    iso = iso_now(lambda: epoch)  # validates the value and converts it
+    if type(epoch) is not int or not -MAX_EPOCH_MS <= epoch <= MAX_EPOCH_MS:
+        return iso_now(lambda: epoch)  # validates the value and converts it (or refuses)
+    iso = format_epoch_ms(epoch)  # ``iso_now``'s conversion; its parse is remembered
     _LAST_ISO = (epoch, iso)
     return iso
 

@@ -483,7 +483,13 @@ def tombstone_record(current: Mapping[str, Any], *, at: str, fence: str) -> dict
         "updatedAt": at,
         "accessCount": 0,
         "revision": current["revision"] + 1,
-        "deletionFence": _identifier(fence, "deletionFence"),
+        # a string that already matched the identifier pattern (the command's fence) is
+        # one; anything else takes the normalizer's check
+        "deletionFence": (
+            fence
+            if type(fence) is str and fence in _KNOWN_IDENTIFIERS
+            else _identifier(fence, "deletionFence")
+        ),
     }
     if out["scopeId"] is _MISSING:  # present exactly when ``current`` has one
         del out["scopeId"]

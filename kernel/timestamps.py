@@ -43,6 +43,7 @@ from kernel.errors import InvalidArgument, NonPortableValue
 __all__ = [
     "MAX_EPOCH_MS",
     "epoch_ms_to_iso",
+    "format_epoch_ms",
     "iso_to_epoch_ms",
     "now_from_value",
     "parse_timestamp",
@@ -271,6 +272,18 @@ def parse_timestamp(text: str, field: str = "timestamp") -> tuple[int, str]:
         _CACHE.clear()
     _CACHE[text] = result
     return result
+
+
+def format_epoch_ms(ms: int) -> str:
+    """:func:`epoch_ms_to_iso`, its result's parse remembered: parsing the string this
+    formatter produced gives ``(ms, that string)`` back (``tests/kernel/test_timestamps.py``
+    holds it over the whole TimeClip range), so a time the kernel just formatted is not
+    parsed again when a record normalizer checks it."""
+    iso = epoch_ms_to_iso(ms)
+    if len(_CACHE) >= _CACHE_LIMIT:
+        _CACHE.clear()
+    _CACHE[iso] = (ms, iso)
+    return iso
 
 
 def iso_to_epoch_ms(iso: str) -> int:

@@ -56,6 +56,8 @@ from kernel.normalize_memory import (
     verified_memory_record,
     verified_stored_record,
 )
+from kernel.timestamps import _CACHE as _timestamp_cache
+from kernel.timestamps import MAX_EPOCH_MS, epoch_ms_to_iso, format_epoch_ms, parse_timestamp
 
 AT = "2026-09-01T12:00:00.000Z"
 
@@ -436,3 +438,35 @@ def test_the_deletion_workload_converges() -> None:
     out = extra()
     assert (out["receipts_purged"], out["authority_purged"]) == (5, 5)
     assert (out["projection_entries_left"], out["events"], out["stores"]) == (0, 10, 4)
+
+
+# --------------------------------------------------------------------------- time
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.integers(min_value=-MAX_EPOCH_MS, max_value=MAX_EPOCH_MS))
+def test_a_formatted_time_parses_back_to_itself(ms: int) -> None:
+    """``format_epoch_ms`` remembers ``(ms, iso)`` as the parse of ``iso``: it must be."""
+    iso = format_epoch_ms(ms)
+    _timestamp_cache.pop(iso, None)  # the parser's own answer, not the remembered one
+    assert parse_timestamp(iso) == (ms, iso)
+    assert format_epoch_ms(ms) == epoch_ms_to_iso(ms) == iso
+
+
+def test_time_edges_parse_back_to_themselves() -> None:
+    for ms in (-MAX_EPOCH_MS, -62_167_219_200_001, -62_167_219_200_000, -1, 0, 1,
+               253_402_300_799_999, 253_402_300_800_000, MAX_EPOCH_MS):
+        iso = epoch_ms_to_iso(ms)
+        _timestamp_cache.pop(iso, None)
+        assert parse_timestamp(iso) == (ms, iso)
+
+
+def test_the_clock_conversion_refuses_what_it_refused_before() -> None:
+    from kernel.memory import clock_iso
+
+    with pytest.raises(InvalidArgument):
+        clock_iso(lambda: True)
+    with pytest.raises(InvalidArgument):
+        clock_iso(lambda: 1.5)
+    assert clock_iso(lambda: 0) == "1970-01-01T00:00:00.000Z"
+    assert clock_iso(lambda: MAX_EPOCH_MS + 1) == epoch_ms_to_iso(MAX_EPOCH_MS + 1)
