@@ -140,9 +140,12 @@ def parse_deletion_request(raw: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
         "requestId": fast_identifier(request.get("requestId"), "requestId"),
         "subject": fast_identifier(request.get("subject"), "subject"),
-        "selector": bounded_string(request.get("selector"), "selector", 1, 512),
     }
-    if out["selector"] != f"memory:{memory_id}":
+    selector = request.get("selector")
+    if type(selector) is not str or not 0 < len(selector) <= 256:  # ≤ 512 UTF-16 units
+        selector = bounded_string(selector, "selector", 1, 512)
+    out["selector"] = selector
+    if selector != f"memory:{memory_id}":
         raise InvalidArgument("deletion selector must exactly bind the target memory ID")
     scope = request.get("scope")
     if type(scope) is str and scope in _SCOPED:  # ``assert_scope`` of a scope with an id
@@ -157,8 +160,9 @@ def parse_deletion_request(raw: Any) -> dict[str, Any]:
         expected = bounded_integer(expected, "expectedRevision", 1)
     out["expectedRevision"] = expected
     out["authority"] = fast_identifier(request.get("authority"), "authority")
-    if not js_falsy(request.get("reason")):
-        out["reason"] = request["reason"]
+    reason = request.get("reason")
+    if reason is not None and not js_falsy(reason):
+        out["reason"] = reason
     return out
 
 
@@ -456,8 +460,10 @@ def _command(operation: Mapping[str, Any], kind: str, revision: int) -> dict[str
         "deletionFence": operation["fence"],
         "authority": operation["authority"],
     }
-    if kind == "delete" and not js_falsy(operation.get("reason")):
-        command["reason"] = operation["reason"]
+    if kind == "delete":
+        reason = operation.get("reason")
+        if reason is not None and not js_falsy(reason):
+            command["reason"] = reason
     return command
 
 

@@ -561,9 +561,16 @@ def _normalize(raw: Any, profile: _digest.Profile) -> dict[str, Any]:
         out["summary"] = _string(value["summary"], "summary", 1, 16 * 1024)
     out["provenance"] = _fast_provenance(get("provenance"))
     out["evidenceRefs"] = _evidence_refs(get("evidenceRefs"))
-    out["confidence"] = _number(get("confidence"), "confidence")
-    out["importance"] = _number(get("importance"), "importance")
-    out["tags"] = _short_string_set(get("tags"), "tags", 0)
+    # a float strictly inside (0, 1) is a valid score as it is (never integral): inline
+    confidence, importance = get("confidence"), get("importance")
+    if type(confidence) is not float or not 0 < confidence < 1:
+        confidence = _number(confidence, "confidence")
+    out["confidence"] = confidence
+    if type(importance) is not float or not 0 < importance < 1:
+        importance = _number(importance, "importance")
+    out["importance"] = importance
+    tags = get("tags")
+    out["tags"] = [] if type(tags) is list and not tags else _short_string_set(tags, "tags", 0)
     out["sensitivity"] = sensitivity
     out["allowedSinks"] = _short_string_set(get("allowedSinks"), "allowedSinks", 1)
     out["state"] = state
@@ -592,8 +599,8 @@ def _normalize(raw: Any, profile: _digest.Profile) -> dict[str, Any]:
         out["deletionFence"] = _identifier(value["deletionFence"], "deletionFence")
     plain = (
         _MEMORY_KEYS_CANONICAL
-        and _plain_number(out["confidence"])
-        and _plain_number(out["importance"])
+        and (type(confidence) is int or _plain_number(confidence))
+        and (type(importance) is int or _plain_number(importance))
     )
     digest = kernel_value_digest(out, MEMORY_RECORD_DOMAIN, profile, plain)
     supplied = get("digest", _MISSING)
