@@ -56,12 +56,26 @@ def _freeze(value: Mapping[str, Any]) -> bytes | dict[str, Any]:
         except TypeError:
             pass
         else:
-            if b"null" not in blob or _plain_json(plain) or orjson.loads(blob) == plain:
+            if (
+                b"null" not in blob
+                or _nulls_are_top_level_nones(blob, plain)
+                or _plain_json(plain)
+                or orjson.loads(blob) == plain
+            ):
                 return blob
     return json_copy(plain)
 
 
 _LEAVES: Final = frozenset({str, int, bool, type(None)})
+
+
+def _nulls_are_top_level_nones(blob: bytes, value: dict[str, Any]) -> bool:
+    """Every ``null`` in ``blob`` (the serialiser's output for ``value``) is one of
+    ``value``'s own ``None`` values, so none came from a NaN or an infinity.  Each ``None``
+    and each non-finite float prints one ``null`` token; tokens are delimited, and any other
+    occurrence lies inside a string — so the count of ``null`` is at least the top-level
+    ``None``s plus the non-finite floats, and equality leaves no room for one."""
+    return blob.count(b"null") == list(value.values()).count(None)
 
 
 def _plain_json(value: Any) -> bool:

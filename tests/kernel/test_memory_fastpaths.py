@@ -470,3 +470,63 @@ def test_the_clock_conversion_refuses_what_it_refused_before() -> None:
         clock_iso(lambda: 1.5)
     assert clock_iso(lambda: 0) == "1970-01-01T00:00:00.000Z"
     assert clock_iso(lambda: MAX_EPOCH_MS + 1) == epoch_ms_to_iso(MAX_EPOCH_MS + 1)
+
+
+# --------------------------------------------------------------------------- store copies
+
+_JSONISH = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.sampled_from(["null", "x-null", "", "value"]),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.tuples(inner, inner)
+    | st.dictionaries(st.sampled_from(["a", "b", "null", "c"]), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+def _as_json(value: Any) -> Any:
+    """What a JSON round trip of ``value`` must give back (tuples are arrays)."""
+    if isinstance(value, dict):
+        return {key: _as_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_json(item) for item in value]
+    return value
+
+
+def _non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_non_finite(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_non_finite(item) for item in value)
+    return False
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(st.sampled_from(["requestId", "null", "x", "y", "z"]), _JSONISH, max_size=5))
+def test_the_store_keeps_bytes_only_when_they_give_the_value_back(value: dict[str, Any]) -> None:
+    from kernel.adapters.memory_store_memory import _freeze, _thaw
+
+    frozen = _freeze(value)
+    if isinstance(frozen, bytes):  # taken as JSON: exact, so nothing was non-finite
+        assert not _non_finite(value)
+        assert _thaw(frozen) == _as_json(value)
+    else:  # a deep copy keeps every float as it was
+        assert _non_finite(value) or frozen == value
+
+
+def test_a_nested_non_finite_float_beside_a_top_level_none_is_not_taken_as_json() -> None:
+    from kernel.adapters.memory_store_memory import _freeze
+
+    for value in (
+        {"a": None, "b": {"x": math.nan}},
+        {"a": None, "b": [math.inf]},
+        {"a": None, "b": None, "c": [-math.inf, None]},
+    ):
+        assert not isinstance(_freeze(value), bytes), value
+    for value in ({"a": None, "b": "null"}, {"a": None, "b": [None]}, {"null": None}):
+        assert isinstance(_freeze(value), bytes), value  # nulls of None only: exact JSON
