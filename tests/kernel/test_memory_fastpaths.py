@@ -530,3 +530,25 @@ def test_a_nested_non_finite_float_beside_a_top_level_none_is_not_taken_as_json(
         assert not isinstance(_freeze(value), bytes), value
     for value in ({"a": None, "b": "null"}, {"a": None, "b": [None]}, {"null": None}):
         assert isinstance(_freeze(value), bytes), value  # nulls of None only: exact JSON
+
+
+def test_the_store_keeps_its_blobs_in_allocations_of_their_own_size() -> None:
+    import tracemalloc
+
+    import orjson
+
+    from kernel.adapters.memory_store_memory import _exact, _freeze
+
+    value = {"requestId": "r-1", "note": "x" * 500}
+    blob = orjson.dumps(value)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = _exact(blob)
+        grown = tracemalloc.get_traced_memory()[0] - before
+        frozen = _freeze(value)
+    finally:
+        tracemalloc.stop()
+    assert kept == blob and kept is not blob
+    assert grown <= len(blob) + 128  # the bytes object's header, not a serialiser buffer
+    assert frozen == blob
