@@ -241,12 +241,18 @@ def _purge_request(operation: Mapping[str, Any], refs_flat: bool) -> tuple[dict[
     }
     if operation.get("scopeId"):
         request["scopeId"] = operation["scopeId"]
-    refs = list(operation.get("evidenceRefs") or [])
-    if refs_flat or _flat_refs(refs):
-        request["evidenceRefs"] = list(map(dict, refs))
+    refs = operation.get("evidenceRefs") or []
+    if type(refs) is list and (refs_flat or _flat_refs(refs)):
+        request["evidenceRefs"] = _copy_flat_refs(refs)
         return request, True
-    request["evidenceRefs"] = refs
+    request["evidenceRefs"] = list(refs)
     return json_copy(request), False
+
+
+def _copy_flat_refs(refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of flat evidence references (:func:`_flat_refs`): each one copied shallowly
+    (a record usually has one)."""
+    return [dict(refs[0])] if len(refs) == 1 else list(map(dict, refs))
 
 
 def _flat_refs(refs: list[Any]) -> bool:
@@ -300,7 +306,7 @@ def _run_targets(
             own = request  # no port after this one: the private copy itself
         elif flat:
             own = dict(request)
-            own["evidenceRefs"] = list(map(dict, refs))
+            own["evidenceRefs"] = _copy_flat_refs(refs)
         else:
             own = json_copy(request)
         try:
