@@ -339,9 +339,10 @@ def _remember(
 
 def _remember_derived(out: dict[str, Any]) -> None:
     """Remember a record the reducer derived in normal form (a tombstone, a purged
-    version) as the most recent output only: the store's commit of it, next, is a hit;
-    it is not hashed into the memo (the version it replaces is never current again, and a
-    later read of it is verified in full)."""
+    version) as the most recent output only: the store's commit of it, next, is a hit.
+    It is not hashed into the memo: a tombstone is current only until the same deletion
+    purges it, and the purged version is final; a later read of either (``reconcile``)
+    verifies it in full."""
     blob = _memo_key(out)
     if blob is not None:
         _RECENT[0] = blob

@@ -276,7 +276,7 @@ def parse_timestamp(text: str, field: str = "timestamp") -> tuple[int, str]:
 
 def format_epoch_ms(ms: int) -> str:
     """:func:`epoch_ms_to_iso`, its result's parse remembered: parsing the string this
-    formatter produced gives ``(ms, that string)`` back (``tests/kernel/test_timestamps.py``
+    formatter produced gives ``(ms, that string)`` back (``tests/kernel/test_memory_fastpaths.py``
     holds it over the whole TimeClip range), so a time the kernel just formatted is not
     parsed again when a record normalizer checks it."""
     iso = epoch_ms_to_iso(ms)
