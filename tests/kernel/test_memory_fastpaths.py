@@ -552,3 +552,14 @@ def test_the_store_keeps_its_blobs_in_allocations_of_their_own_size() -> None:
     assert kept == blob and kept is not blob
     assert grown <= len(blob) + 128  # the bytes object's header, not a serialiser buffer
     assert frozen == blob
+
+
+def test_the_instruction_count_harness_runs_and_restores_the_clock() -> None:
+    import time
+
+    from benchmarks.deletion_instructions import main
+
+    wall_clock = time.time_ns
+    assert main(["call", "--n", "3"]) == 0
+    assert main(["setup", "--n", "3"]) == 0
+    assert time.time_ns is wall_clock
