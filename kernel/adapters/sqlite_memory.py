@@ -104,7 +104,8 @@ class SqliteMemoryPort:
         return query(self._conn, sql, args)
 
     @staticmethod
-    def _write(conn: sqlite3.Connection, record: Mapping[str, Any], event: Any) -> int:
+    def _put_record(conn: sqlite3.Connection, record: Mapping[str, Any]) -> str:
+        """Make ``record`` the stored version of its memory; returns the body written."""
         body = _dumps(record)
         conn.execute(
             "INSERT OR REPLACE INTO records(memory_id, scope, scope_id, state, revision, body) "
@@ -118,6 +119,11 @@ class SqliteMemoryPort:
                 body,
             ),
         )
+        return body
+
+    @classmethod
+    def _write(cls, conn: sqlite3.Connection, record: Mapping[str, Any], event: Any) -> int:
+        body = cls._put_record(conn, record)
         conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'store_revision'")
         (revision,) = conn.execute("SELECT value FROM meta WHERE key = 'store_revision'").fetchone()
         conn.execute(
@@ -270,15 +276,4 @@ class SqliteMemoryPort:
         """An external restore put this record back (normalized; bypasses CAS)."""
         record = normalize_memory_record(raw)
         with self._tx() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO records(memory_id, scope, scope_id, state, revision, body) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    record["memoryId"],
-                    record["scope"],
-                    record.get("scopeId") or "",
-                    record["state"],
-                    record["revision"],
-                    _dumps(record),
-                ),
-            )
+            self._put_record(conn, record)
