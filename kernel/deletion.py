@@ -18,6 +18,9 @@ A deletion request binds subject, scope, selector, authority, request id and fen
 3. only when every copy answers ``purged`` is the ``purge`` transition committed,
    together with the sealed operation (its receipt) in the same transaction.
 
+The purge step (step 2: the purge requests, the ports, each store's settled entry) lives
+in :mod:`kernel.deletion_targets`.
+
 Each record is verified once: when it is read (the reducer re-verifies what the store
 hands back); the tombstone the reducer produced continues into the purge step as its
 own :class:`~kernel.memory.Transition`, and the stores verify what they are given
@@ -44,9 +47,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
+from kernel.deletion_targets import DeletionContext, flat_plain, port_names, run_targets
 from kernel.errors import InvalidArgument, KernelError, RevisionConflict, ScopeDenied
 from kernel.memory import Transition, clock_iso, transition_memory
 from kernel.memory_checks import (
@@ -59,14 +62,13 @@ from kernel.memory_checks import (
     known_fields,
     object_value,
 )
-from kernel.memory_ports import MemoryCommit, MemoryPort, PurgePort, json_copy
+from kernel.memory_ports import MemoryCommit, PurgePort
 from kernel.normalize import kernel_value_digest, keys_sort_canonically
 from kernel.normalize_memory import (
     fast_identifier,
     parse_stored_record,
     verified_stored_record,
 )
-from kernel.ports import Clock, ContentPort, ContentRef, NewId, PurgeReceipt
 
 __all__ = [
     "OPERATION_TRANSITIONS",
@@ -80,7 +82,6 @@ __all__ = [
 _new_tuple: Final = tuple.__new__  # a NamedTuple built without its Python-level __new__
 RECEIPT_SCHEMA: Final = "chainlesschain.memory-deletion-receipt/v1"
 RECEIPT_DOMAIN: Final = "chainlesschain.memory-deletion-receipt/v1"
-MAX_CODE: Final = 128
 
 OPERATION_TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
     "prepared": frozenset({"tombstoned"}),
@@ -109,20 +110,6 @@ _SCOPED: Final = frozenset(SCOPES) - {"global"}
 
 #: Called with ``(target name, request)`` before each purge target runs (observability).
 PurgeObserver = Callable[[str, Mapping[str, Any]], None]
-
-
-@dataclass(frozen=True, slots=True)
-class DeletionContext:
-    """The ports and injected values a deletion runs with."""
-
-    memory: MemoryPort
-    clock: Clock
-    new_id: NewId
-    content: ContentPort | None = None
-    purge_ports: Sequence[PurgePort] = ()
-    #: :func:`port_names` of ``purge_ports`` when already read (a batch reads them once);
-    #: ``None``: read them for each deletion.
-    purge_names: tuple[str, ...] | None = None
 
 
 def _advance(operation: dict[str, Any], state: str) -> None:
@@ -166,175 +153,6 @@ def parse_deletion_request(raw: Any) -> dict[str, Any]:
     return out
 
 
-def _js_string(value: Any) -> str:
-    if value is True or value is False:
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _receipt_value(value: Any) -> dict[str, Any] | None:
-    if type(value) is dict:
-        return _private_copy(value)
-    if isinstance(value, PurgeReceipt):
-        return {
-            "store": value.store,
-            "status": value.status,
-            "objectId": value.object_id,
-            "fence": value.fence,
-            "existed": value.existed,
-        }
-    if isinstance(value, Mapping):
-        return json_copy(dict(value))
-    return None
-
-
-_FLAT_SCALARS: Final = frozenset({str, int, bool, type(None)})
-
-
-def _private_copy(value: dict[str, Any]) -> dict[str, Any]:
-    """``json_copy(value)`` of a dict: a shallow copy when every value is a string, an
-    integer, a boolean or ``null`` (immutable: the shallow copy *is* a deep one)."""
-    if _FLAT_SCALARS.issuperset(map(type, value.values())):
-        return dict(value)
-    return json_copy(value)
-
-
-def _pending(store: str, code: Any) -> dict[str, Any]:
-    return {"store": store, "status": "pending", "error": {"code": _js_string(code)[:MAX_CODE]}}
-
-
-def _settled(store: str, value: dict[str, Any] | None) -> dict[str, Any]:
-    """One store entry from a purge's (privately copied) receipt: ``purged`` with it, or
-    ``pending`` with an error code."""
-    if value is not None and value.get("status") == "purged":
-        return {"store": store, "status": "purged", "receipt": value}
-    return _pending(store, (value or {}).get("code") or "purge_receipt_invalid")
-
-
-def _failed(store: str, exc: Exception) -> dict[str, Any]:
-    """One store entry for a purge that raised: ``pending`` with its error code."""
-    return _pending(store, getattr(exc, "code", None) or "purge_failed")
-
-
-def _settle(store: str, run: Callable[[], Any]) -> dict[str, Any]:
-    """One store entry: ``purged`` with its receipt, or ``pending`` with an error code."""
-    try:
-        value = _receipt_value(run())
-    except Exception as exc:  # a failing copy is a pending store, never a crash
-        return _failed(store, exc)
-    return _settled(store, value)
-
-
-def _purge_request(operation: Mapping[str, Any], refs_flat: bool) -> tuple[dict[str, Any], bool]:
-    """``{memoryId, fence, subject, selector, scope, scopeId?, evidenceRefs}``, a private
-    deep copy, and whether its evidence references are flat objects of scalars
-    (:func:`_flat_refs`: then a shallow copy of each is a deep one; ``refs_flat``: known
-    to be, without looking)."""
-    request: dict[str, Any] = {
-        "memoryId": operation["memoryId"],
-        "fence": operation["fence"],
-        "subject": operation["subject"],
-        "selector": operation["selector"],
-        "scope": operation["scope"],
-    }
-    if operation.get("scopeId"):
-        request["scopeId"] = operation["scopeId"]
-    refs = operation.get("evidenceRefs") or []
-    if type(refs) is list and (refs_flat or _flat_refs(refs)):
-        request["evidenceRefs"] = _copy_flat_refs(refs)
-        return request, True
-    request["evidenceRefs"] = list(refs)
-    return json_copy(request), False
-
-
-def _copy_flat_refs(refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of flat evidence references (:func:`_flat_refs`): each one copied shallowly
-    (a record usually has one)."""
-    return [dict(refs[0])] if len(refs) == 1 else list(map(dict, refs))
-
-
-def _flat_refs(refs: list[Any]) -> bool:
-    """Whether every evidence reference is a flat object of strings, integers, booleans and
-    ``null`` (a verified record's always are): then a shallow copy of each is a deep one."""
-    scalars = _FLAT_SCALARS
-    return all(type(ref) is dict and scalars.issuperset(map(type, ref.values())) for ref in refs)
-
-
-def port_names(ports: Sequence[PurgePort]) -> tuple[str, ...]:
-    """The store name each purge port reports in a receipt."""
-    return tuple(
-        str(getattr(port, "name", "") or f"projection-{index}") for index, port in enumerate(ports)
-    )
-
-
-def _run_targets(
-    ctx: DeletionContext, operation: Mapping[str, Any], refs_flat: bool
-) -> tuple[list[dict[str, Any]], bool]:
-    """Purge every copy (content first, then each purge port, in order); never raises.
-    Each port gets its own copy of the request: what one port does with it cannot reach
-    the next (the copies are taken from a private one, which the last port gets).
-    Returns the store entries and whether every store's receipt is flat and plain
-    (:func:`_flat_plain`: the receipt digest's fast path).  ``refs_flat``: the operation's
-    evidence references are a verified record's (flat objects of scalars, so
-    :func:`_flat_refs` holds without looking)."""
-    entries: list[dict[str, Any]] = []
-    plain = True
-    ref = operation.get("contentRef")
-    if ref:
-
-        def purge_content() -> Any:
-            if ctx.content is None:
-                raise InvalidArgument("ContentPort is required to purge memory contentRef")
-            return ctx.content.purge(ContentRef.from_wire(ref), operation["fence"])
-
-        entry = _settle(str(ref["store"]), purge_content)
-        plain = "receipt" not in entry or _flat_plain(entry["receipt"])
-        entries.append(entry)
-    ports = ctx.purge_ports
-    if not ports:
-        return entries, plain
-    request, flat = _purge_request(operation, refs_flat)
-    refs = request["evidenceRefs"]
-    plain_scalars, scalars, known_keys = _PLAIN_SCALARS, _FLAT_SCALARS, _CANONICAL_KEYS
-    names = ctx.purge_names if ctx.purge_names is not None else port_names(ports)
-    after = len(ports)  # ports still to run after the current one
-    for name, port in zip(names, ports, strict=True):
-        after -= 1
-        if not after:
-            own = request  # no port after this one: the private copy itself
-        elif flat:
-            own = dict(request)
-            own["evidenceRefs"] = _copy_flat_refs(refs)
-        else:
-            own = json_copy(request)
-        try:
-            value = port.purge(own)
-            # a flat receipt (the common shape) is copied inline, anything else in full
-            if type(value) is dict and plain_scalars.issuperset(map(type, value.values())):
-                value = dict(value)
-                if plain:  # strings, booleans and null: plain unless the keys are not
-                    keys = tuple(value)
-                    known = known_keys.get(keys)
-                    plain = _keys_canonical(keys) if known is None else known
-            elif type(value) is dict and scalars.issuperset(map(type, value.values())):
-                value = dict(value)
-                if plain:  # flat: plain unless an integer is out of range or keys are not
-                    plain = _flat_plain(value)
-            else:
-                value = _receipt_value(value)
-                plain = plain and value is not None and _flat_plain(value)
-        except Exception as exc:  # a failing copy is a pending store, never a crash
-            entries.append(_failed(name, exc))
-        else:
-            if value is not None and value.get("status") == "purged":
-                entries.append({"store": name, "status": "purged", "receipt": value})
-            else:
-                entries.append(_settled(name, value))
-    return entries, plain
-
-
 def deletion_receipt(
     ctx: DeletionContext,
     operation: Mapping[str, Any],
@@ -347,7 +165,8 @@ def deletion_receipt(
     """The ``DeletionReceipt``; ``completed_at`` is read from the clock when not given.
     ``stores`` entries are taken as they are (the caller's own, never a port's).
     ``plain``: whether every store's receipt is flat and plain, when the caller has
-    established it while copying them (:func:`_run_targets`); ``None``: checked here."""
+    established it while copying them (:func:`kernel.deletion_targets.run_targets`);
+    ``None``: checked here."""
     revision = record["revision"]
     authority = {
         "store": ctx.memory.name,
@@ -393,46 +212,6 @@ _RECEIPT_KEYS_CANONICAL: Final = keys_sort_canonically(
         frozenset({"code"}),
     )
 )
-_SAFE_INT: Final = 2**53
-
-
-#: Key tuples of stores' receipts already classified (``True``: all strings, sorting
-#: canonically); bounded, cleared when full.
-_CANONICAL_KEYS: dict[tuple[Any, ...], bool] = {}
-
-
-def _keys_canonical(keys: tuple[Any, ...]) -> bool:
-    known = _CANONICAL_KEYS.get(keys)
-    if known is None:
-        known = all(type(key) is str for key in keys) and keys_sort_canonically(
-            (frozenset(keys),)
-        )
-        if len(_CANONICAL_KEYS) >= 256:
-            _CANONICAL_KEYS.clear()
-        _CANONICAL_KEYS[keys] = known
-    return known
-
-
-_PLAIN_SCALARS: Final = frozenset({str, bool, type(None)})
-
-
-def _flat_plain(value: Any) -> bool:
-    """A store's receipt the fast canonical path provably serialises as the peer does: a
-    flat object of strings, booleans, ``null`` and integers within ±2**53 whose keys sort
-    canonically."""
-    if type(value) is not dict:
-        return False
-    if not _PLAIN_SCALARS.issuperset(map(type, value.values())):
-        for item in value.values():
-            kind = type(item)
-            if kind in _PLAIN_SCALARS:
-                continue
-            if kind is int and -_SAFE_INT <= item <= _SAFE_INT:
-                continue
-            return False
-    return _keys_canonical(tuple(value))
-
-
 def _receipt_digest(receipt: Mapping[str, Any], receipts_plain: bool | None = None) -> str:
     """The receipt digest: the fast canonical path when every store's receipt is flat and
     plain (the receipt's own fields are identifiers, states, digests, times and integers),
@@ -443,7 +222,7 @@ def _receipt_digest(receipt: Mapping[str, Any], receipts_plain: bool | None = No
         plain = plain and receipts_plain
     elif plain:
         for entry in receipt["stores"]:
-            if "receipt" in entry and not _flat_plain(entry["receipt"]):
+            if "receipt" in entry and not flat_plain(entry["receipt"]):
                 plain = False
                 break
     return kernel_value_digest(receipt, RECEIPT_DOMAIN, "peer", plain)
@@ -493,7 +272,7 @@ def _purge_and_seal(
         if isinstance(committed_tombstone, Transition)
         else committed_tombstone
     )
-    stores, plain = _run_targets(ctx, operation, refs_flat)
+    stores, plain = run_targets(ctx, operation, refs_flat)
     operation["stores"] = stores
     for entry in stores:
         if entry["status"] != "purged":
