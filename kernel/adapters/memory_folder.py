@@ -57,6 +57,7 @@ from kernel.adapters.memory_folder_paths import (
     open_beneath,
     replace_beneath,
     walk_beneath,
+    write_all,
 )
 from kernel.anticorruption import FindingCategory, scan
 from kernel.errors import InvalidArgument, KernelError, StoreFailure
@@ -304,10 +305,7 @@ class MemoryFolder:
                 except FileExistsError:
                     continue
                 try:
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                    os.fsync(fd)
+                    write_all(fd, data)
                 finally:
                     os.close(fd)
                 return {"path": "/".join(segments), "bytes": len(data), "digest": _sha(data)}

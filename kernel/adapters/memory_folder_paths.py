@@ -54,6 +54,7 @@ __all__ = [
     "open_beneath",
     "replace_beneath",
     "walk_beneath",
+    "write_all",
 ]
 
 MAX_PATH: Final = 1024
@@ -267,16 +268,21 @@ def ensure_dirs(root: str, segments: tuple[str, ...]) -> None:
                 _check_stat(os.lstat(segments[i], dir_fd=parent), "/".join(segments), False)
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (short writes continued) and fsync it."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
 def replace_beneath(root: str, segments: tuple[str, ...], data: bytes) -> None:
     """Atomically replace the file ``root/segments`` with ``data`` (temp file + fsync +
     ``os.replace`` in the same directory; a link at the target is replaced, not followed)."""
     temp = (*segments[:-1], f".tmp-{segments[-1]}-{os.getpid()}")
     fd = open_beneath(root, temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        write_all(fd, data)
     finally:
         os.close(fd)
     if FD_WALK:
