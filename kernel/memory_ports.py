@@ -70,7 +70,7 @@ _T = TypeVar("_T")
 
 
 def json_copy(value: _T) -> _T:
-    """``copy.deepcopy`` specialised for the JSON values crossing these ports (about 4x
+    """``copy.deepcopy`` specialised for the JSON values crossing the ports (about 4x
     faster); anything that is not a dict, list or JSON scalar falls back to deepcopy."""
     return cast(_T, _copy(value))
 

@@ -2,7 +2,7 @@
 
 A session's items are kept with their compact JSON when parsing it gives them back exactly
 (``kernel.adapters.memory_session._frozen_copy``); a snapshot is then parsed from it, and
-otherwise deep-copied as before. Either way a snapshot equals ``copy_json`` of the items —
+otherwise deep-copied as before. Either way a snapshot equals ``json_copy`` of the items —
 same structure, same types — and never shares state with the port.
 """
 
@@ -14,7 +14,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.adapters.memory_session import InMemorySessionPort, _frozen_copy, copy_json
+from kernel.adapters.memory_session import InMemorySessionPort, _frozen_copy
+from kernel.memory_ports import json_copy
 
 _VALUES = st.recursive(
     st.none()
@@ -50,7 +51,7 @@ def test_a_frozen_copy_is_a_deep_copy_and_its_blob_parses_back_exactly(
     import orjson
 
     blob, copied = _frozen_copy(items)
-    assert _same(copied, copy_json(items))
+    assert _same(copied, json_copy(items))
     for original, duplicate in zip(items, copied, strict=True):
         assert original is not duplicate or not original
     if blob is not None:
@@ -66,7 +67,7 @@ def test_items_that_do_not_round_trip_are_deep_copied() -> None:
     ):
         blob, copied = _frozen_copy([item])
         assert blob is None
-        assert _same(copied, copy_json([item]))
+        assert _same(copied, json_copy([item]))
 
 
 def test_snapshots_are_private_and_follow_every_change() -> None:
