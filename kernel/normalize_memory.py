@@ -415,13 +415,9 @@ def memory_record_blob(raw: Any) -> tuple[bytes, Mapping[str, Any]]:
     mapping to read the normalized fields from — ``raw`` itself when it already was a
     verified record, so nothing is parsed; never store that mapping."""
     raw_blob = _memo_key(raw)
-    key = None
-    if raw_blob is not None:
-        if raw_blob == _RECENT[0]:  # the record the reducer just built: :func:`_lookup`
-            return raw_blob, raw
-        key = _lookup(raw_blob)
-        if key is None:
-            return raw_blob, raw
+    key = _lookup(raw_blob) if raw_blob is not None else None
+    if raw_blob is not None and key is None:  # e.g. the record the reducer just built
+        return raw_blob, raw
     out = _normalize(raw, "peer")
     blob = _remember(out, raw_blob, key)
     if blob is None:  # pragma: no cover - only without orjson

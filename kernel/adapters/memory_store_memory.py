@@ -62,7 +62,7 @@ def _freeze(value: Mapping[str, Any]) -> bytes | dict[str, Any]:
                 or _plain_json(plain)
                 or orjson.loads(blob) == plain
             ):
-                return _JOIN((blob, b""))  # :func:`_exact`, inline
+                return _exact(blob)
     return json_copy(plain)
 
 
@@ -219,7 +219,7 @@ class InMemoryMemoryPort:
         scope = (record["scope"], record.get("scopeId"))
         if current is not None and current[_SCOPE] == scope:
             scope = current[_SCOPE]  # the same scope: share the previous version's pair
-        stored = (_JOIN((blob, b"")), record["revision"], scope, record["state"])  # _exact
+        stored = (_exact(blob), record["revision"], scope, record["state"])
         self._records[memory_id] = stored
         if current is None or current[_SCOPE] is not stored[_SCOPE]:  # not already filed
             if current is not None:
