@@ -163,3 +163,70 @@ def normalize_summary_output(
     if "degradedReason" in value:
         reason = bounded_string(value["degradedReason"], "summarizer output.degradedReason", 1, 160)
     return SummaryOutput(derived, usage, degraded is True, reason)
+
+
+# --------------------------------------------------------------------------- handoff text
+
+#: The structured handoff a provider summary must be (design 108 §8.3: task continuity —
+#: objective, constraints, decisions, files, tests, open side effects, checkpoints,
+#: blockers and next steps).  ``objective`` is a string, every other field an array of
+#: strings; nothing else.
+HANDOFF_FIELDS: Final = (
+    "objective",
+    "constraints",
+    "keyDecisions",
+    "changedFiles",
+    "tests",
+    "unresolvedSideEffects",
+    "checkpoints",
+    "blockers",
+    "nextSteps",
+)
+SUMMARY_INVALID_JSON: Final = "summary_invalid_json"
+SUMMARY_SCHEMA_MISMATCH: Final = "summary_schema_mismatch"
+MAX_HANDOFF_CHARS: Final = 1_000_000
+
+
+def _handoff_field_ok(key: str, value: Any) -> bool:
+    if key == "objective":
+        return isinstance(value, str)
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def validate_handoff(text: Any) -> tuple[dict[str, Any] | None, str | None, dict[str, Any]]:
+    """Strictly parse a provider's handoff answer: ``(handoff, reason, detail)``.
+
+    The answer must be exactly one JSON object — prose or Markdown fences around it,
+    arrays and scalars are ``summary_invalid_json`` (``detail.json`` says which) — with
+    every field of :data:`HANDOFF_FIELDS` of the right type and no other; otherwise
+    ``summary_schema_mismatch`` with the ``missing``, ``unknown`` and ``mistyped`` field
+    names (never a value).  A provider summary that fails here is never committed as a
+    semantic summary: compaction degrades to its fallback and says why (§17).
+    """
+    import json
+
+    if not isinstance(text, str):
+        return None, SUMMARY_INVALID_JSON, {"json": type(text).__name__}
+    if len(text) > MAX_HANDOFF_CHARS:
+        return None, SUMMARY_INVALID_JSON, {"json": "too_large", "length": len(text)}
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        start, end = text.find("{"), text.rfind("}")
+        embedded = start >= 0 and end > start
+        if embedded:
+            try:
+                json.loads(text[start:end + 1])
+            except ValueError:
+                embedded = False
+        return None, SUMMARY_INVALID_JSON, {"json": "prose_around_json" if embedded
+                                            else "unparseable"}
+    if not isinstance(doc, dict):
+        return None, SUMMARY_INVALID_JSON, {"json": type(doc).__name__}
+    missing = [k for k in HANDOFF_FIELDS if k not in doc]
+    unknown = sorted(k for k in doc if k not in HANDOFF_FIELDS)
+    mistyped = [k for k in HANDOFF_FIELDS if k in doc and not _handoff_field_ok(k, doc[k])]
+    if missing or unknown or mistyped:
+        detail = {"missing": missing, "unknown": unknown[:20], "mistyped": mistyped}
+        return None, SUMMARY_SCHEMA_MISMATCH, {k: v for k, v in detail.items() if v}
+    return {k: doc[k] for k in HANDOFF_FIELDS}, None, {}

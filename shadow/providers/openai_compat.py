@@ -38,6 +38,7 @@ from typing import Any, Final
 
 import httpx
 
+from kernel import compaction_summary as _handoff
 from kernel.compaction_invariants import SENSITIVITY_ORDER, TRUST_ORDER, sink_intersection
 from kernel.digest import digest
 from kernel.ports import SummarizerFailure, SummaryCancelled
@@ -58,18 +59,8 @@ __all__ = [
     "request_digest",
 ]
 
-#: The structured handoff every summary must be (objective: string, the rest: string arrays).
-HANDOFF_FIELDS: Final = (
-    "objective",
-    "constraints",
-    "keyDecisions",
-    "changedFiles",
-    "tests",
-    "unresolvedSideEffects",
-    "checkpoints",
-    "blockers",
-    "nextSteps",
-)
+#: The structured handoff every summary must be: the kernel's schema (one authority).
+HANDOFF_FIELDS: Final = _handoff.HANDOFF_FIELDS
 FALLBACK_STRATEGY: Final = "deterministic-fallback"
 DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV: Final = "OPENAI_API_KEY"
@@ -91,8 +82,8 @@ PROVIDER_HTTP_ERROR: Final = "provider_http_error"
 PROVIDER_OUTCOME_UNKNOWN: Final = "provider_outcome_unknown"
 PROVIDER_USAGE_UNSETTLED: Final = "provider_usage_unsettled"  # = kernel.compaction_summary's
 PROVIDER_RESPONSE_MALFORMED: Final = "provider_response_malformed"
-SUMMARY_INVALID_JSON: Final = "summary_invalid_json"
-SUMMARY_SCHEMA_MISMATCH: Final = "summary_schema_mismatch"
+SUMMARY_INVALID_JSON: Final = _handoff.SUMMARY_INVALID_JSON
+SUMMARY_SCHEMA_MISMATCH: Final = _handoff.SUMMARY_SCHEMA_MISMATCH
 CANCELLED: Final = "cancelled"
 
 #: Errors raised before the request left this process: the provider never saw it.
@@ -211,33 +202,11 @@ class ProviderOutcome:
 
 
 def parse_handoff(text: str | None) -> tuple[dict[str, Any] | None, str | None, dict[str, Any]]:
-    """Strictly parse a structured handoff: ``(handoff, reason, detail)``.
-
-    Prose, Markdown fences, arrays and scalars are ``summary_invalid_json``; a JSON object
-    with a missing or unknown key, or a value of the wrong type, is
-    ``summary_schema_mismatch`` (``detail`` names the keys, never their values).
-    """
-    if not isinstance(text, str):
-        return None, SUMMARY_INVALID_JSON, {"contentType": type(text).__name__}
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return None, SUMMARY_INVALID_JSON, {"json": "unparseable"}
-    if not isinstance(doc, dict):
-        return None, SUMMARY_INVALID_JSON, {"json": type(doc).__name__}
-    missing = [k for k in HANDOFF_FIELDS if k not in doc]
-    unknown = sorted(k for k in doc if k not in HANDOFF_FIELDS)
-    mistyped = [k for k in HANDOFF_FIELDS if k in doc and not _field_ok(k, doc[k])]
-    if missing or unknown or mistyped:
-        detail = {"missing": missing, "unknown": unknown[:20], "mistyped": mistyped}
-        return None, SUMMARY_SCHEMA_MISMATCH, {k: v for k, v in detail.items() if v}
-    return {k: doc[k] for k in HANDOFF_FIELDS}, None, {}
-
-
-def _field_ok(key: str, value: Any) -> bool:
-    if key == "objective":
-        return isinstance(value, str)
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    """Strictly parse a structured handoff: ``(handoff, reason, detail)`` — the kernel's
+    :func:`kernel.compaction_summary.validate_handoff` (prose, fences, arrays and scalars
+    are ``summary_invalid_json``; a missing, unknown or mistyped key is
+    ``summary_schema_mismatch``; ``detail`` names keys, never values)."""
+    return _handoff.validate_handoff(text)
 
 
 def _tokens(value: Any) -> int | None:
