@@ -37,6 +37,10 @@ class InputError(ShadowError):
             text += f", got {got}"
         super().__init__(text)
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str, str, str]]:
+        # picklable across a process pool (the default pickles only ``args``)
+        return self.__class__, (self.source, self.pointer, self.expected, self.got)
+
     def to_wire(self) -> dict[str, object]:
         return {
             "code": self.code,

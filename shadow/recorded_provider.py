@@ -19,9 +19,19 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+from kernel.compaction_summary import validate_handoff
 from shadow.errors import SideEffectError
+
+#: error codes of a request that never left for the provider (nothing to settle)
+NOT_SENT_CODES: Final = frozenset({"ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH",
+                                   "ENETUNREACH", "ERR_INVALID_URL", "ERR_TLS_CERT_ALTNAME_INVALID",
+                                   "CERT_HAS_EXPIRED", "UNABLE_TO_VERIFY_LEAF_SIGNATURE"})
+#: error codes after which the provider may have run (and billed) the call
+UNKNOWN_OUTCOME_CODES: Final = frozenset({"ETIMEDOUT", "ECONNRESET", "EPIPE", "ECONNABORTED",
+                                          "UND_ERR_SOCKET", "UND_ERR_HEADERS_TIMEOUT",
+                                          "UND_ERR_BODY_TIMEOUT", "ESOCKETTIMEDOUT"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +44,14 @@ class RecordedAnswer:
     error_name: str | None = None
     error_code: str | None = None
     replayed_truth: str | None = None  # set when the answer came from a cassette replay
+    not_sent: bool = False  # the request never reached the provider (a connect failure)
+    outcome_unknown: bool = False  # sent, but what happened is unknown (timeout, reset)
+
+    @property
+    def problem(self) -> tuple[str | None, dict[str, Any]]:
+        """Why the content is not a valid handoff (the kernel's schema), or (None, {})."""
+        _doc, reason, detail = validate_handoff(self.content)
+        return reason, detail
 
     @property
     def truth(self) -> str:
@@ -78,7 +96,10 @@ def recorded_answer(doc: Mapping[str, Any], surface: str, entry: str, call: int,
         out = replay_legacy_call(recordings, doc, surface, entry, call)
         truth = out.truth
         return RecordedAnswer("ok" if truth in ("ok", "invalid", "no-usage") else truth,
-                              out.content, out.usage_receipt, replayed_truth=truth)
+                              out.content, out.usage_receipt, replayed_truth=truth,
+                              not_sent=out.reason == "provider_unavailable",
+                              outcome_unknown=out.status == "reconciliation_required"
+                              and out.content is None)
     for r in exchanges(doc, surface, entry):
         if r.get("call") == call:
             return _answer(r)
@@ -91,13 +112,79 @@ def _answer(r: Mapping[str, Any]) -> RecordedAnswer:
     if isinstance(err, Mapping):
         name = str(err.get("name") or "Error")
         code = err.get("code")
+        code_s = None if code is None else str(code)
+        status = err.get("status") if isinstance(err.get("status"), int) else None
         return RecordedAnswer("cancelled" if name == "AbortError" else "error", None, None,
-                              error_name=name, error_code=None if code is None else str(code))
+                              error_name=name, error_code=code_s,
+                              not_sent=code_s in NOT_SENT_CODES,
+                              outcome_unknown=code_s in UNKNOWN_OUTCOME_CODES
+                              or status in (502, 504))
     resp = r.get("response") if isinstance(r.get("response"), Mapping) else {}
     msg = resp.get("message") if isinstance(resp.get("message"), Mapping) else {}
     content = msg.get("content") if isinstance(msg.get("content"), str) else resp.get("text")
     usage = resp.get("usage") if isinstance(resp.get("usage"), Mapping) else None
     return RecordedAnswer("ok", content if isinstance(content, str) else None, usage)
+
+
+def _strings(value: Any) -> list[str]:
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, Mapping):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return out
+
+
+def secret_calls(doc: Mapping[str, Any], surface: str, entry: str | None = None) -> list[int]:
+    """Recorded calls whose *request* carried secret material (what the provider — or a
+    summarizer — was actually sent), by the kernel's own secret detectors.  ``entry``
+    None: every exchange of the surface."""
+    from shadow.canonical import has_secret
+
+    recs = exchanges(doc, surface, entry) if entry is not None else [
+        r for r in doc.get("provider_responses") or ()
+        if isinstance(r, Mapping) and r.get("surface") == surface]
+    out = []
+    for n, r in enumerate(recs, 1):
+        if any(has_secret(t) for t in _strings(r.get("request"))):
+            call = r.get("call")
+            out.append(call if isinstance(call, int) and not isinstance(call, bool) else n)
+    return sorted(out)
+
+
+def facts_truth(exchange: Mapping[str, Any]) -> str:
+    """What a recorded *memory summariser* exchange says: ``ok`` (a list of facts, each
+    an object with non-empty string ``content``), ``invalid`` (anything else: prose, an
+    object, facts without content), ``error`` or ``cancelled`` (``AbortError``)."""
+    err = exchange.get("error")
+    if isinstance(err, Mapping):
+        return "cancelled" if err.get("name") == "AbortError" else "error"
+    value: Any = exchange.get("response")
+    if isinstance(value, Mapping):
+        msg = value.get("message")
+        if isinstance(msg, Mapping) and isinstance(msg.get("content"), str):
+            value = msg["content"]
+        elif isinstance(value.get("text"), str):
+            value = value["text"]
+        elif isinstance(value.get("facts"), list):
+            value = value["facts"]
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return "invalid"
+        if isinstance(value, Mapping) and isinstance(value.get("facts"), list):
+            value = value["facts"]
+    if isinstance(value, list) and all(
+            isinstance(f, Mapping) and isinstance(f.get("content"), str) and f["content"].strip()
+            for f in value):
+        return "ok"
+    return "invalid"
 
 
 def truth_of(doc: Mapping[str, Any], surface: str, entry: str, call: int) -> str | None:
@@ -109,11 +196,6 @@ def truth_of(doc: Mapping[str, Any], surface: str, entry: str, call: int) -> str
 
 
 def parse_summary(text: str | None) -> dict[str, Any] | None:
-    """A strict JSON object, or None (prose, fences and arrays are invalid handoffs)."""
-    if not isinstance(text, str):
-        return None
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return None
-    return doc if isinstance(doc, dict) else None
+    """The validated handoff (the kernel's schema: ``validate_handoff``), or None —
+    prose, fences, arrays, missing, unknown or mistyped fields are invalid handoffs."""
+    return validate_handoff(text)[0]
