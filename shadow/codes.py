@@ -7,13 +7,32 @@ design 108 §16 (dual writer, scope widened, deletion revived, tool result
 mismatch / pair split, pending state lost, shadow double side effect), the
 meaning, and an example.
 
+A second flag, ``protection``, marks the design's protections (§7 protected items, §8.3
+compaction invariants, §12 trust and sensitivity, §17 failure semantics): broken by the
+candidate they block just as a NO-GO class does, but a reviewed waiver may still accept
+them for a while (a NO-GO class never).
+
+Attribution (one vocabulary, ``ATTRIBUTIONS``): ``candidate``, ``baseline``, ``both`` (the
+side whose own invariant violations or falsified claims explain the difference),
+``intended`` (a reviewed intended-difference rule says the kernel is right by design),
+``twin`` (two legacy surfaces compared with each other) and ``none`` (nothing explains
+it; the divergence then states why in ``detail.attribution_reason``).
+
 Severity rules applied by the divergence engine (see ``severity_for``):
 
-* a NO-GO-class code attributed to the candidate (or to both) is ``blocking``;
-* a code attributed only to a legacy baseline is never ``blocking`` (the cutover
-  fixes legacy defects; they are reported, they do not gate the candidate);
+* a NO-GO-class or protection code attributed to the candidate (or to both) is
+  ``blocking``;
+* a code attributed only to a legacy baseline, a twin, an intended rule or nobody is
+  never ``blocking`` (the cutover fixes legacy defects; they are reported, they do not
+  gate the candidate);
 * ``noise.*`` codes are always ``info`` and can never block;
-* ``fixture.invalid`` (a quarantined fixture: missing evidence) is always ``blocking``.
+* ``fixture.invalid`` (a quarantined fixture) and ``candidate.unavailable`` (a candidate
+  that produced nothing to judge) are always ``blocking``: missing evidence is never a GO.
+
+One failure rule (``counts_against_candidate`` / ``fails``) decides what a "failing"
+case is for the run, JUnit, the pytest plugin, the reports and the gate: a divergence
+counts against the candidate when it is attributed to ``candidate``, ``both`` or
+``none``; legacy defects, intended differences and twin comparisons never do.
 
 ``docs/reason-codes.md`` is generated from this table (``render_markdown``) and a
 test keeps the two in step.
@@ -27,7 +46,9 @@ from types import MappingProxyType
 from typing import Any, Final
 
 SEVERITIES: Final = ("blocking", "major", "minor", "info")
-ATTRIBUTIONS: Final = ("candidate", "baseline", "both", "none")
+ATTRIBUTIONS: Final = ("candidate", "baseline", "both", "intended", "twin", "none")
+#: attributions that make a divergence count against the candidate (the one failure rule)
+AGAINST_CANDIDATE: Final = frozenset({"candidate", "both", "none"})
 _RANK: Final = {s: i for i, s in enumerate(SEVERITIES)}
 
 
@@ -38,10 +59,12 @@ class ReasonCode:
     nogo: bool  # a NO-GO class of design 108 §16
     meaning: str
     example: str
+    protection: bool = False  # a design protection: blocking when the candidate breaks it
 
     def to_wire(self) -> dict[str, Any]:
         return {"code": self.code, "severity": self.severity, "nogo": self.nogo,
-                "meaning": self.meaning, "example": self.example}
+                "protection": self.protection, "meaning": self.meaning,
+                "example": self.example}
 
 
 _B, _M, _m, _I = "blocking", "major", "minor", "info"
@@ -65,9 +88,30 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
                "Both sides dropped an item but for different canonical reasons "
                "(the legacy reason is kept in the detail).",
                "legacy `dedup` -> `duplicate` vs kernel `input_budget`."),
+    ReasonCode("drop_reason.unjustified", _M, False,
+               "A producer's own reason for dropping an item is false on the input: not a "
+               "duplicate of a surviving item, not over its stated limit, not the lowest "
+               "priority left, its tool partner not orphaned, or nothing replaces it.",
+               "CLI `dedup` dropped the call `s:m0004.c1`: null content and a different call "
+               "than every surviving one."),
+    ReasonCode("item.reordered", _M, False,
+               "Input items are rendered out of their source order where the producer "
+               "documents no reordering (e.g. a request moved after the turn answering it).",
+               "CLI dedup re-appends the last user request `s:m0007` after `s:m0008`."),
     ReasonCode("digest.mismatch", _M, False,
                "The same identity carries different content on the two sides.",
                "Desktop context engineering rewrote dates in the system prompt `s:m0000`."),
+    ReasonCode("alteration.unjustified", _M, False,
+               "A producer changed an input item's content beyond the transformation it "
+               "claims (cleaning volatile fields, trimming to a prefix), or a candidate "
+               "altered an input item it may only select.",
+               "`trimmed` chip `s:c0000` is not a prefix of its input (cut inside a "
+               "character)."),
+    ReasonCode("system_policy.altered", _M, False,
+               "Trusted system policy is rendered with content other than its authoritative "
+               "digest and no verified documented transformation (design 108 §7, §8.3).",
+               "A recorded candidate renders `s:m0000` with another digest.",
+               protection=True),
     # -- tool pairs, pending and task state (NO-GO classes) ------------------------------
     ReasonCode("tool_pair.split", _B, True,
                "A tool call and its result are not kept together, and the missing half is "
@@ -86,18 +130,18 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
                "The last user request is kept by one side only."),
     ReasonCode("protected.dropped", _M, False,
                "A protected item (host policy, pinned, recovery-bound) was dropped silently.",
-               "IDE budget 0 excluded the user-pinned selection chip."),
+               "IDE budget 0 excluded the user-pinned selection chip.", protection=True),
     ReasonCode("pinned.altered", _M, False,
                "A pinned item's content differs from its input digest.",
-               "Pinned constraint `s:m0001` rewritten by a summary."),
+               "Pinned constraint `s:m0001` rewritten by a summary.", protection=True),
     ReasonCode("trust.escalated", _M, False,
                "Content of lower trust (tool, web, derived summary) is presented as system "
                "instruction or policy.",
-               "A summary of web-fetch output re-inserted as a `system` message."),
+               "A summary of web-fetch output re-inserted as a `system` message.", protection=True),
     ReasonCode("secret.leaked", _B, False,
                "An item classified secret reaches a sink its allowedSinks do not allow "
                "(e.g. a remote provider).",
-               "`.env` contents with an API key kept in a provider-bound prompt."),
+               "`.env` contents with an API key kept in a provider-bound prompt.", protection=True),
     ReasonCode("summary.text_only", _m, False,
                "Only summary text differs; identities, pairs, pending state and covered items "
                "agree (never judged from summary strings alone).",
@@ -106,15 +150,17 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
     ReasonCode("provider.degraded_masked", _M, False,
                "A provider failure or invalid answer is presented as a normal semantic "
                "summary or silently skipped, without a degraded flag.",
-               "Desktop puts invalid JSON prose into `[历史对话总结]` as if valid."),
+               "Desktop puts invalid JSON prose into `[历史对话总结]` as if valid.",
+               protection=True),
     ReasonCode("provider.usage_unknown_masked", _M, False,
                "Provider usage is unknown but the compaction is committed as settled "
                "(instead of reconciliation_required).",
-               "Usage not reported by the provider, compaction committed anyway."),
+               "Usage not reported by the provider, compaction committed anyway.", protection=True),
     ReasonCode("provider.cancel_swallowed", _M, False,
                "A cancelled provider call is turned into a normal result instead of an "
                "aborted operation.",
-               "AbortError during summarization; Desktop returns a truncated history."),
+               "AbortError during summarization; Desktop returns a truncated history.",
+               protection=True),
     # -- memory and deletion --------------------------------------------------------------
     ReasonCode("memory.scope_expanded", _B, True,
                "A memory record is written, moved or read at a wider scope than its source "
@@ -122,7 +168,7 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
                "Consolidation of session `sess-42` writes facts at agent scope."),
     ReasonCode("memory.sensitivity_lowered", _M, False,
                "A memory record's sensitivity is lower than its evidence's.",
-               "A secret-bearing fact stored as `internal`."),
+               "A secret-bearing fact stored as `internal`.", protection=True),
     ReasonCode("memory.state_mismatch", _M, False,
                "Memory record states or operation effects differ (created, updated, state).",
                "Consolidated facts written `active` instead of `candidate`."),
@@ -135,7 +181,7 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
                "`get` returns a record after `remove` returned true."),
     ReasonCode("deletion.overbroad", _M, False,
                "A deletion removed records outside its selector.",
-               "`clearScope('global', 'unrelated')` removes every global record."),
+               "`clearScope('global', 'unrelated')` removes every global record.", protection=True),
     ReasonCode("deletion.receipt_mismatch", _M, False,
                "A deletion's receipt (returned value) disagrees with its effect.",
                "`remove` returns true but the record is still listed."),
@@ -158,7 +204,7 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
     ReasonCode("session.chain_invalid", _M, False,
                "A session store's hash chain does not verify.",
                "`verifySession.status` is not `verified`."),
-    ReasonCode("candidate.unavailable", _M, False,
+    ReasonCode("candidate.unavailable", _B, False,
                "The candidate cannot produce a projection for this surface (not built, "
                "not recorded, or it failed).",
                "Recorded candidate folder has no projection for `s/cli.compress`."),
@@ -224,6 +270,8 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
 
 REGISTRY: Final[Mapping[str, ReasonCode]] = MappingProxyType({c.code: c for c in _TABLE})
 NOGO_CODES: Final = frozenset(c.code for c in _TABLE if c.nogo)
+PROTECTION_CODES: Final = frozenset(c.code for c in _TABLE if c.protection)
+ALWAYS_BLOCKING: Final = frozenset({"fixture.invalid", "candidate.unavailable"})
 
 
 def get(code: str) -> ReasonCode:
@@ -248,15 +296,31 @@ def severity_rank(severity: str) -> int:
 def severity_for(code: str, attribution: str) -> str:
     """The severity of one divergence: registry default adjusted by who broke it."""
     rc = get(code)
+    if attribution not in ATTRIBUTIONS:
+        raise ValueError(f"unknown attribution {attribution!r}")
     if code.startswith("noise."):
         return "info"
-    if code == "fixture.invalid":  # missing evidence blocks whoever is being judged
+    if code in ALWAYS_BLOCKING:  # missing evidence blocks whoever is being judged
         return "blocking"
-    if rc.nogo and attribution in ("candidate", "both"):
+    if (rc.nogo or rc.protection) and attribution in ("candidate", "both"):
         return "blocking"
-    if rc.severity == "blocking" and attribution in ("baseline", "none"):
+    if rc.severity == "blocking" and attribution not in ("candidate", "both"):
         return "major"
     return rc.severity
+
+
+def counts_against_candidate(attribution: str) -> bool:
+    """The one failure rule's attribution half: legacy defects, intended differences and
+    twin comparisons never fail the candidate; unexplained (``none``) differences do."""
+    return attribution in AGAINST_CANDIDATE
+
+
+def fails(divergence: Mapping[str, Any], fail_at: str = "major") -> bool:
+    """The one failure rule: an (unwaived) divergence fails its case when it counts
+    against the candidate and its severity is ``fail_at`` or worse.  Used by the run,
+    JUnit, the pytest plugin, the reports and the gate's rate rules."""
+    return counts_against_candidate(str(divergence.get("attribution"))) and \
+        _RANK[str(divergence.get("severity"))] <= _RANK[fail_at]
 
 
 def registry_json() -> list[dict[str, Any]]:
@@ -265,11 +329,12 @@ def registry_json() -> list[dict[str, Any]]:
 
 def render_markdown() -> str:
     """The table part of ``docs/reason-codes.md``."""
-    lines = ["| code | severity | NO-GO class | meaning | example |",
-             "|---|---|---|---|---|"]
+    lines = ["| code | severity | NO-GO class | protection | meaning | example |",
+             "|---|---|---|---|---|---|"]
     for c in _TABLE:
         ex = c.example.replace("|", "\\|")
         meaning = c.meaning.replace("|", "\\|")
         nogo = "yes" if c.nogo else "no"
-        lines.append(f"| `{c.code}` | {c.severity} | {nogo} | {meaning} | {ex} |")
+        prot = "yes" if c.protection else "no"
+        lines.append(f"| `{c.code}` | {c.severity} | {nogo} | {prot} | {meaning} | {ex} |")
     return "\n".join(lines) + "\n"
