@@ -6,20 +6,21 @@ Order of work:
    drops, provider outcome, memory effects all equal): no divergence;
 2. outcome — one side failed: ``outcome.error_mismatch`` (items are not compared);
 3. identities — ``item.missing_in_candidate`` / ``item.missing_in_baseline`` grouped by
-   the other side's drop reason, ``drop_reason.mismatch``, ``item.order`` (items outside
-   the longest common subsequence), ``digest.mismatch`` (whitespace-only changes are
-   ``noise.volatile_field``), ``tool_pair.mismatch`` (binding differs),
-   ``task_state.mismatch`` (tool outcome differs);
+   the other side's drop reason and the verdict on that claim (``claim``: verified,
+   falsified, unverifiable — ``shadow.divergence.claims``), ``drop_reason.mismatch``,
+   ``item.order`` (items outside the longest common subsequence), ``digest.mismatch``
+   (whitespace-only changes are ``noise.volatile_field``), ``tool_pair.mismatch``
+   (binding differs), ``task_state.mismatch`` (tool outcome differs);
 4. derived items — kind / count / covered identities (``item.derived_mismatch``); same
    coverage but different structured content is ``summary.text_only``;
 5. provider outcome and memory effects;
 6. noise shared by both sides (token estimates, timings) — ``info`` only, with the
    structured detail from deepdiff.
 
-Attribution: the side whose own invariant violations (``invariants.check``) involve the
-items of a difference is to blame — ``candidate``, ``baseline``, ``both`` — else
-``none`` (a policy difference no invariant decides).  Twin comparisons (two legacy
-surfaces) are always ``baseline``.
+Attribution (``shadow.divergence.attribution``): the side whose own evidence — invariant
+violations and falsified claims — explains a difference is to blame (``candidate``,
+``baseline``, ``both``; ``twin`` for two legacy surfaces); otherwise ``none`` with the
+reason stated, which the run's intended-difference rules may turn into ``intended``.
 """
 
 from __future__ import annotations
@@ -28,27 +29,34 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from shadow.divergence import Divergence, Violation, make
+from shadow.divergence.attribution import Judge, op_indexes
+from shadow.divergence.claims import UNVERIFIABLE, ClaimReport
 from shadow.divergence.memory import compare_memory
 from shadow.projection import PItem, Projection
 
 
-class _Blame:
-    def __init__(self, va: Sequence[Violation], vb: Sequence[Violation], twin: bool) -> None:
-        self.a = {i for v in va for i in v.item_ids}
-        self.b = {i for v in vb for i in v.item_ids}
-        self.codes_a = {v.code for v in va}
-        self.codes_b = {v.code for v in vb}
-        self.twin = twin
+class _Out:
+    def __init__(self, fx: str, sf: str, judge: Judge) -> None:
+        self.fx, self.sf, self.judge = fx, sf, judge
+        self.items: list[Divergence] = []
 
-    def of(self, ids: Iterable[str], codes: Iterable[str] = ()) -> str:
-        if self.twin:
-            return "baseline"
-        ids = set(ids)
-        cs = set(codes)
-        in_a = bool(ids & self.a) or bool(cs & self.codes_a)
-        in_b = bool(ids & self.b) or bool(cs & self.codes_b)
-        return "both" if in_a and in_b else "candidate" if in_a else "baseline" if in_b \
-            else "none"
+    def add(self, code: str, ids: Iterable[str], detail: Mapping[str, Any], *,
+            severity: str | None = None, reason: str = "", split: bool = True,
+            evidence_ids: Sequence[str] | None = None,
+            extra: tuple[Sequence[str], Sequence[str]] = ((), ())) -> None:
+        ids = list(ids)
+        probe = list(evidence_ids) if evidence_ids is not None else ids
+        if split and evidence_ids is None and len(ids) > 1:
+            for att, group in self.judge.split(code, ids, reason):
+                d = dict(detail)
+                if "count" in d:
+                    d["count"] = len(group)
+                self.items.append(make(self.fx, self.sf, code, att.who, group,
+                                       {**d, **att.detail()}, severity=severity))
+            return
+        att = self.judge.of(code, probe, reason, extra, op_indexes(detail))
+        self.items.append(make(self.fx, self.sf, code, att.who, ids,
+                               {**dict(detail), **att.detail()}, severity=severity))
 
 
 def _lcs_keep(a: Sequence[str], b: Sequence[str]) -> set[str]:
@@ -75,86 +83,108 @@ def _lcs_keep(a: Sequence[str], b: Sequence[str]) -> set[str]:
 
 
 def compare(a: Projection, b: Projection, va: Sequence[Violation], vb: Sequence[Violation],
-            *, surface: str | None = None, twin: bool = False) -> list[Divergence]:
+            *, surface: str | None = None, twin: bool = False,
+            claims_a: ClaimReport | None = None,
+            claims_b: ClaimReport | None = None) -> list[Divergence]:
     """Divergences of ``a`` (candidate, or first twin) against ``b`` (baseline)."""
     fx, sf = b.fixture, surface or b.surface
     if a.output_digest == b.output_digest:
         return _noise(a, b, fx, sf, twin)
-    blame = _Blame(va, vb, twin)
-    out: list[Divergence] = []
-
-    def add(code: str, ids: Iterable[str], detail: Mapping[str, Any], codes: Iterable[str] = (),
-            severity: str | None = None) -> None:
-        ids = tuple(ids)
-        out.append(make(fx, sf, code, blame.of(ids, codes), ids, detail, severity=severity))
-
+    out = _Out(fx, sf, Judge(va, vb, twin=twin))
+    ca, cb = claims_a or ClaimReport(), claims_b or ClaimReport()
     if a.status != b.status:
-        who = blame.of((), _OUTCOME_CODES)
-        if who == "none" and not twin:  # nothing else explains it: the side that failed
-            who = "candidate" if a.status != "ok" else "baseline"
-        out.append(make(fx, sf, "outcome.error_mismatch", who, (), {
-            "candidate": a.status, "baseline": b.status, "candidate_error": a.error,
-            "baseline_error": b.error}))
+        failed = "candidate" if a.status != "ok" else "baseline"
+        detail: dict[str, Any] = {"candidate": a.status, "baseline": b.status,
+                                  "candidate_error": a.error, "baseline_error": b.error}
+        for side, p in (("candidate", a), ("baseline", b)):
+            err = p.facts.get("error_detail") if isinstance(p.facts, Mapping) else None
+            if isinstance(err, Mapping):
+                detail[f"{side}_error_detail"] = dict(err)
+        if ca.refusal is not None:
+            detail["candidate_refusal"] = ca.refusal
+        crash = [f"crashed ({p.error})" if _crashed(p.error) else "" for p in (a, b)]
+        out.add("outcome.error_mismatch", (), detail,
+                reason=f"the {'first' if twin and failed == 'candidate' else failed} side "
+                       "failed where the other returned a result; nothing decides which is "
+                       "right", extra=([c for c in crash[:1] if c], [c for c in crash[1:] if c]))
     if a.status == "ok" and b.status == "ok":
-        _items(a, b, add)
-        _derived(a, b, add)
-    _provider(a, b, add)
+        _items(a, b, out, ca, cb)
+        _derived(a, b, out)
+    _provider(a, b, out)
     for code, ids, detail, sev in compare_memory(a, b):
-        if code == "memory.scope_expanded":
+        if code == "memory.scope_expanded" and not twin:
             wider = "candidate" if detail.get("wider_side") == "a" else "baseline"
-            attribution = "baseline" if twin else wider
-            out.append(make(fx, sf, code, attribution, ids, detail, severity=sev))
+            out.items.append(make(fx, sf, code, wider, ids,
+                                  {**detail, "attribution_basis": [f"{wider}:wider scope"]},
+                                  severity=sev))
         else:
-            add(code, ids, detail, codes=_MEMORY_CODES | {code}, severity=sev)
-    return out + _noise(a, b, fx, sf, twin)
+            out.add(code, ids, detail, severity=sev, split=False)
+    return out.items + _noise(a, b, fx, sf, twin)
 
 
-_OUTCOME_CODES = frozenset({"protected.dropped", "pending.lost", "provider.cancel_swallowed",
-                            "provider.degraded_masked", "shadow.side_effect"})
-_MEMORY_CODES = frozenset({"memory.recall_mismatch", "deletion.overbroad", "deletion.backfill",
-                           "memory.scope_expanded"})
+#: error categories of a program that crashed (a runtime fault on an input the other side
+#: accepted) rather than refused (a kernel outcome code such as ``context_over_budget``)
+CRASHES = frozenset({"TypeError", "ReferenceError", "RangeError", "SyntaxError",
+                     "InternalError", "NullPointerException", "ClassCastException",
+                     "IndexOutOfBoundsException", "IllegalStateException", "AttributeError",
+                     "KeyError", "IndexError", "ValueError"})
 
 
-def _items(a: Projection, b: Projection, add: Any) -> None:
+def _crashed(error: str | None) -> bool:
+    return error in CRASHES
+
+
+def _status(rep: ClaimReport, item_id: str) -> str:
+    return rep.status(item_id) or UNVERIFIABLE
+
+
+def _items(a: Projection, b: Projection, out: _Out, ca: ClaimReport, cb: ClaimReport) -> None:
     ai = [it for it in a.items if it.origin == "input"]
     bi = [it for it in b.items if it.origin == "input"]
     amap, bmap = {it.id: it for it in ai}, {it.id: it for it in bi}
     adrop, bdrop = {d.id: d for d in a.dropped}, {d.id: d for d in b.dropped}
     offered = set(a.input_ids) & set(b.input_ids) if a.input_ids and b.input_ids else None
 
-    def group(ids: list[str], drops: Mapping[str, Any]) -> dict[tuple[str, str], list[str]]:
-        g: dict[tuple[str, str], list[str]] = {}
+    def group(ids: list[str], drops: Mapping[str, Any], rep: ClaimReport
+              ) -> dict[tuple[str, str, str], list[str]]:
+        g: dict[tuple[str, str, str], list[str]] = {}
         for i in ids:
             d = drops.get(i)
-            key = (d.reason, d.legacy_reason or "") if d else ("absent", "")
+            key = (d.reason, d.legacy_reason or "", _status(rep, i)) if d else \
+                ("absent", "", UNVERIFIABLE)
             g.setdefault(key, []).append(i)
         return g
 
     miss_a = [i for i in bmap if i not in amap and (offered is None or i in offered)]
     miss_b = [i for i in amap if i not in bmap and (offered is None or i in offered)]
-    for (reason, _legacy), ids in sorted(group(miss_a, adrop).items()):
-        add("item.missing_in_candidate", ids, {"count": len(ids), "candidate_reason": reason})
-    for (reason, legacy), ids in sorted(group(miss_b, bdrop).items()):
-        detail = {"count": len(ids), "baseline_reason": reason}
+    for (reason, _legacy, claim), ids in sorted(group(miss_a, adrop, ca).items()):
+        out.add("item.missing_in_candidate", ids,
+                {"count": len(ids), "candidate_reason": reason, "claim": claim},
+                reason=_why(claim, "candidate"))
+    for (reason, legacy, claim), ids in sorted(group(miss_b, bdrop, cb).items()):
+        detail = {"count": len(ids), "baseline_reason": reason, "claim": claim}
         if legacy:
             detail["legacy_reason"] = legacy
-        add("item.missing_in_baseline", ids, detail)
-    mism: dict[tuple[str, str, str], list[str]] = {}
+        out.add("item.missing_in_baseline", ids, detail, reason=_why(claim, "baseline"))
+    mism: dict[tuple[str, str, str, str, str], list[str]] = {}
     for i in sorted(set(adrop) & set(bdrop)):
         if adrop[i].reason != bdrop[i].reason:
-            key = (adrop[i].reason, bdrop[i].reason, bdrop[i].legacy_reason or "")
+            key = (adrop[i].reason, bdrop[i].reason, bdrop[i].legacy_reason or "",
+                   _status(ca, i), _status(cb, i))
             mism.setdefault(key, []).append(i)
-    for (ra, rb, legacy), ids in sorted(mism.items()):
-        add("drop_reason.mismatch", ids, {"count": len(ids), "candidate_reason": ra,
-                                          "baseline_reason": rb, "legacy_reason": legacy},
-            severity=None)
+    for (ra, rb, legacy, sa, sb), ids in sorted(mism.items()):
+        out.add("drop_reason.mismatch", ids, {
+            "count": len(ids), "candidate_reason": ra, "baseline_reason": rb,
+            "legacy_reason": legacy, "candidate_claim": sa, "baseline_claim": sb},
+            reason="both sides dropped it, for different reasons")
     common_a = [it.id for it in ai if it.id in bmap]
     common_b = [it.id for it in bi if it.id in amap]
     if common_a != common_b:
         keep = _lcs_keep(common_a, common_b)
         moved = [i for i in common_a if i not in keep]
         if moved:
-            add("item.order", moved, {"moved": len(moved), "common": len(common_a)})
+            out.add("item.order", moved, {"moved": len(moved), "common": len(common_a)},
+                    split=False)
     digest, ws, binding, outcome = [], [], [], []
     alter_kinds: dict[str, int] = {}
     for i in common_a:
@@ -172,16 +202,26 @@ def _items(a: Projection, b: Projection, add: Any) -> None:
         if x.tool_outcome != y.tool_outcome:
             outcome.append(i)
     if digest:
-        add("digest.mismatch", digest, {"count": len(digest), "altered": alter_kinds})
+        claims = sorted({_status(cb, i) for i in digest})
+        out.add("digest.mismatch", digest, {"count": len(digest), "altered": alter_kinds,
+                                            "baseline_claim": claims[0] if len(claims) == 1
+                                            else "mixed"})
     if ws:
-        add("noise.volatile_field", ws, {"field": "whitespace", "count": len(ws)})
+        out.add("noise.volatile_field", ws, {"field": "whitespace", "count": len(ws)},
+                split=False, reason="noise")
     if binding:
-        add("tool_pair.mismatch", binding, {"binding_differs": len(binding)})
+        out.add("tool_pair.mismatch", binding, {"binding_differs": len(binding)})
     if outcome:
-        add("task_state.mismatch", outcome, {"tool_outcome_differs": len(outcome)})
+        out.add("task_state.mismatch", outcome, {"tool_outcome_differs": len(outcome)})
 
 
-def _derived(a: Projection, b: Projection, add: Any) -> None:
+def _why(claim: str, side: str) -> str:
+    if claim == UNVERIFIABLE:
+        return f"the {side}'s drop claim cannot be verified on the input"
+    return f"the {side}'s drop claim holds; the other side chose differently"
+
+
+def _derived(a: Projection, b: Projection, out: _Out) -> None:
     da = [it for it in a.items if it.origin == "derived"]
     db = [it for it in b.items if it.origin == "derived"]
     kinds = sorted({it.kind for it in da} | {it.kind for it in db})
@@ -189,25 +229,31 @@ def _derived(a: Projection, b: Projection, add: Any) -> None:
         xa = [it for it in da if it.kind == kind]
         xb = [it for it in db if it.kind == kind]
         if len(xa) != len(xb):
-            add("item.derived_mismatch", [it.id for it in xa + xb],
-                {"kind": kind, "candidate": len(xa), "baseline": len(xb)})
+            ids = [it.id for it in xa + xb]
+            out.add("item.derived_mismatch", ids,
+                    {"kind": kind, "candidate": len(xa), "baseline": len(xb)},
+                    evidence_ids=ids + [c for it in xa + xb for c in it.covers],
+                    reason="one side replaced items with a derived item, the other did not")
         for x, y in zip(xa, xb, strict=False):
-            _pair(x, y, add)
+            _pair(x, y, out)
 
 
-def _pair(x: PItem, y: PItem, add: Any) -> None:
+def _pair(x: PItem, y: PItem, out: _Out) -> None:
     if set(x.covers) != set(y.covers):
-        add("item.derived_mismatch", [x.id], {
+        diff = sorted(set(x.covers) ^ set(y.covers))
+        out.add("item.derived_mismatch", [x.id], {
             "kind": x.kind, "covers_candidate": len(x.covers), "covers_baseline": len(y.covers),
-            "covers_differ": len(set(x.covers) ^ set(y.covers))})
+            "covers_differ": len(diff)}, evidence_ids=[x.id, y.id, *diff],
+            reason="the derived items replace different inputs")
         return
     if x.digest == y.digest:
         return
     fx, fy = x.detail.get("fields"), y.detail.get("fields")
     if fx is not None and fx == fy:
-        add("noise.volatile_field", [x.id], {"field": "summary-rendering"})
+        out.add("noise.volatile_field", [x.id], {"field": "summary-rendering"}, reason="noise")
     else:
-        add("summary.text_only", [x.id], _field_diff(x.detail, y.detail))
+        out.add("summary.text_only", [x.id], _field_diff(x.detail, y.detail),
+                evidence_ids=[x.id, y.id], reason="only the summary text differs")
 
 
 def _field_diff(dx: Mapping[str, Any], dy: Mapping[str, Any]) -> dict[str, Any]:
@@ -217,7 +263,7 @@ def _field_diff(dx: Mapping[str, Any], dy: Mapping[str, Any]) -> dict[str, Any]:
             "fields_differ": sorted(k for k in set(fx) | set(fy) if fx.get(k) != fy.get(k))}
 
 
-def _provider(a: Projection, b: Projection, add: Any) -> None:
+def _provider(a: Projection, b: Projection, out: _Out) -> None:
     pa, pb = a.provider, b.provider
     if pa is None or pb is None:
         return
@@ -227,7 +273,10 @@ def _provider(a: Projection, b: Projection, add: Any) -> None:
     if pa.status == pb.status and pa.cancelled == pb.cancelled and same_deg and same_use:
         return
     statuses = {pa.status, pb.status}
-    detail = {"candidate": pa.status, "baseline": pb.status}
+    detail: dict[str, Any] = {"candidate": pa.status, "baseline": pb.status,
+                              "truth": pb.truth or pa.truth,
+                              "degraded_reason_candidate": pa.degraded_reason,
+                              "degraded_reason_baseline": pb.degraded_reason}
     if pa.cancelled != pb.cancelled or ("aborted" in statuses and pa.status != pb.status):
         code = "provider.cancel_swallowed"
     elif ("reconciliation_required" in statuses and pa.status != pb.status) or (
@@ -239,12 +288,16 @@ def _provider(a: Projection, b: Projection, add: Any) -> None:
             None not in (pa.degraded, pb.degraded) and pa.degraded != pb.degraded):
         code = "provider.degraded_masked"
     elif pa.status != pb.status:
-        add("item.derived_mismatch", (), {**detail, "kind": "summary-request"})
+        summaries = [it.id for p in (a, b) for it in p.items if it.kind == "summary"]
+        out.add("item.derived_mismatch", (), {**detail, "kind": "summary-request"},
+                evidence_ids=summaries,
+                reason="one side asked for a summary, the other did not")
         return
     else:
         code = "unclassified"
         detail["fields"] = "provider outcome"
-    add(code, (), detail, codes=(code,))
+    out.add(code, (), detail, reason="the provider outcomes differ and neither contradicts "
+                                     "the recording")
 
 
 def _noise(a: Projection, b: Projection, fx: str, sf: str, twin: bool) -> list[Divergence]:
@@ -266,10 +319,8 @@ def _noise(a: Projection, b: Projection, fx: str, sf: str, twin: bool) -> list[D
         token_like = any(t in key.lower() for t in ("token", "allocated", "ratio", "saved"))
         code = "noise.path_format" if separators_only else \
             "noise.token_estimate" if token_like else "noise.volatile_field"
-        out.append(make(fx, sf, code, "baseline" if twin else "none", (),
-                        {"field": key, "paths": paths[:20], "changed": len(paths)}))
+        detail: dict[str, Any] = {"field": key, "paths": paths[:20], "changed": len(paths)}
+        if not twin:
+            detail["attribution_reason"] = "noise"
+        out.append(make(fx, sf, code, "twin" if twin else "none", (), detail))
     return out
-
-
-def _ids(items: Iterable[PItem]) -> list[str]:
-    return [it.id for it in items]

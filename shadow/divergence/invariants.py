@@ -1,8 +1,9 @@
-"""Invariants a single projection must satisfy (design 108 §7, §8.3, §12, §16).
+"""Invariants a single projection must satisfy (design 108 §7, §8.3, §12, §16, §17).
 
-``check(p, canon)`` returns :class:`Violation` values; whoever produced ``p`` is to
-blame.  Checked, for message and IDE projections (only over identities the surface was
-actually offered, ``p.input_ids``):
+``assess(p, canon, index)`` returns an :class:`Assessment`: the :class:`Violation`
+values of ``p`` — whoever produced ``p`` is to blame — and the verdicts on its own
+claims (``shadow.divergence.claims``).  Checked, for message and IDE projections (only
+over identities the surface was actually offered, ``p.input_ids``):
 
 * ``tool_pair.split``     a settled call/result group is partly kept;
 * ``tool_pair.mismatch``  a kept result lost its call binding, is bound to another call,
@@ -12,43 +13,52 @@ actually offered, ``p.input_ids``):
 * ``protected.dropped``   a protected item (pinned, host policy, recovery-bound) was
                           dropped for a non-governance reason;
 * ``pinned.altered``      a kept pinned item's digest differs from its input digest;
-* ``trust.escalated``     external/untrusted content (or a summary of it) rendered with
-                          the ``system`` role, or as ``system-policy``;
-* ``secret.leaked``       a kept item, or a summary of items, classified secret reaches
-                          the provider-bound output;
+* ``trust.escalated``     low-trust input rendered with the ``system`` role or as
+                          ``system-policy``, an input item claiming more trust than its
+                          source, or a derived item / memory record whose text came from
+                          external or untrusted input (``shadow.divergence.provenance``)
+                          rendered at higher trust — with the source ids in the detail;
+* ``secret.leaked``       a kept item, or a derived item of (or holding) secret material,
+                          reaches the provider-bound output; or a recorded provider request
+                          of the producer carried secret material (``facts.sent_secrets``),
+                          or the candidate sent a secret item to its summarizer
+                          (``facts.provider_inputs``);
 * provider outcome vs the recording: ``provider.cancel_swallowed``,
-  ``provider.degraded_masked``, ``provider.usage_unknown_masked``;
+  ``provider.degraded_masked``, ``provider.usage_unknown_masked`` (their item ids are
+  the projection's summaries);
 * ``shadow.side_effect``  an unrecorded provider request, or a write by a shadow
                           candidate; ``writer.dual`` more than one writer;
 * ``session.chain_invalid`` / ``session.replay_mismatch`` (session store facts);
+* claims: ``drop_reason.unjustified``, ``alteration.unjustified``,
+  ``system_policy.altered``, ``item.reordered``;
 * memory: see ``shadow.divergence.memory``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from shadow.canonical import Canon, CanonItem
 from shadow.divergence import Violation
+from shadow.divergence import claims as claims_mod
+from shadow.divergence import provenance as prov
 from shadow.divergence.memory import check_memory
-from shadow.projection import Projection
+from shadow.projection import PItem, Projection
 
 #: Drops a protected item may legitimately suffer: governance (design 108 §7), the user's
 #: own removal, an invalid candidate, or host policy that a session store does not persist
 #: (it is rebuilt from authoritative configuration).
 GOVERNANCE = frozenset({"expired", "scope_denied", "sink_denied", "untrusted_system_policy",
                         "invalid", "user_removed", "not_persisted"})
-LOW_TRUST = frozenset({"external", "untrusted"})
+LOW_TRUST = prov.LOW_TRUST
 SECRET = frozenset({"secret", "restricted"})
+_TRUST: Final = prov.TRUST_ORDER
 
 
 def canon_items(canon: Canon) -> dict[str, CanonItem]:
-    if canon.session is not None:
-        return canon.session.by_id
-    if canon.ide is not None:
-        return {it.item_id: it for it in canon.ide.items}
-    return {}
+    return claims_mod.canon_items(canon)
 
 
 def is_protected(ci: CanonItem) -> bool:
@@ -63,18 +73,53 @@ def is_pending(ci: CanonItem) -> bool:
                 or b.get("approvalId") or b.get("humanTaskId"))
 
 
-def check(p: Projection, canon: Canon, *, candidate: bool = False) -> list[Violation]:
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    violations: list[Violation]
+    claims: claims_mod.ClaimReport = field(default_factory=claims_mod.ClaimReport)
+
+
+def source_index(canon: Canon) -> prov.SourceIndex:
+    """The fixture's inputs as possible origins of derived text (built once per fixture).
+
+    A prior compaction summary in the input is derived text of unknown origin: it is
+    neither a trusted source nor a low-trust one."""
+    out: list[prov.Source] = []
+    if canon.session is not None:
+        for ci in canon.session.items:
+            trust = "derived" if ci.detail.get("prior") else ci.trust
+            out.append(prov.Source(ci.item_id, trust, ci.sensitivity, ci.content))
+    elif canon.ide is not None:
+        out = [prov.Source(ci.item_id, ci.trust, ci.sensitivity, ci.content)
+               for ci in canon.ide.items]
+    elif canon.memory is not None:
+        from shadow.divergence.memory import evidence_sources
+
+        out = evidence_sources(canon)
+    return prov.SourceIndex(out)
+
+
+def assess(p: Projection, canon: Canon, index: prov.SourceIndex | None = None, *,
+           candidate: bool = False) -> Assessment:
+    index = index if index is not None else source_index(canon)
     out: list[Violation] = []
     out += _effects(p, candidate)
     if p.memory is not None:
-        out += check_memory(p)
+        out += check_memory(p, index)
     if p.status != "ok":
-        return out
+        return Assessment(out)
     cis = canon_items(canon)
+    rep = claims_mod.verify(p, canon, cis)
+    out += rep.violations
     if cis:
         out += _items(p, cis)
-    out += _provider(p)
-    return out
+        out += _derived(p, cis, index)
+    out += _provider(p, cis)
+    return Assessment(out, rep)
+
+
+def check(p: Projection, canon: Canon, *, candidate: bool = False) -> list[Violation]:
+    return assess(p, canon, candidate=candidate).violations
 
 
 def _effects(p: Projection, candidate: bool) -> list[Violation]:
@@ -96,6 +141,10 @@ def _effects(p: Projection, candidate: bool) -> list[Violation]:
     if p.facts.get("replay") == "mismatch":
         out.append(Violation("session.replay_mismatch", (), {}))
     return out
+
+
+def _rank(trust: str | None) -> int:
+    return _TRUST.index(trust) if trust in _TRUST else len(_TRUST)
 
 
 def _items(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
@@ -161,35 +210,105 @@ def _items(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
         out.append(Violation("protected.dropped", tuple(prot), {"reasons": reasons}))
     if altered:
         out.append(Violation("pinned.altered", tuple(altered), {"count": len(altered)}))
-    # trust and secrets
+    # trust of input items, and secrets in the provider-bound output
     esc, leak = [], []
     for it in p.items:
-        trust = it.trust if it.origin == "derived" else (cis[it.id].trust if it.id in cis
-                                                         else it.trust)
-        if trust in LOW_TRUST and (it.role == "system" or it.kind == "system-policy"):
-            esc.append(it.id)
-        sens = cis[it.id].sensitivity if it.id in cis else it.sensitivity
+        ci = cis.get(it.id)
+        if it.origin == "input" and ci is not None and not ci.detail.get("prior"):
+            rendered_high = it.role == "system" or it.kind == "system-policy"
+            if (ci.trust in LOW_TRUST and rendered_high) or (
+                    it.trust is not None and _rank(it.trust) < _rank(ci.trust)):
+                esc.append(it.id)
+        sens = ci.sensitivity if ci is not None else it.sensitivity
         if sens in SECRET or any(cis[c].sensitivity in SECRET for c in it.covers if c in cis):
             leak.append(it.id)
     if esc:
-        out.append(Violation("trust.escalated", tuple(esc), {"count": len(esc)}))
+        out.append(Violation("trust.escalated", tuple(esc), {
+            "count": len(esc), "sources": sorted(esc), "rendered": "above its source"}))
     if leak:
-        out.append(Violation("secret.leaked", tuple(leak), {"count": len(leak)}))
+        out.append(Violation("secret.leaked", tuple(leak), {"count": len(leak),
+                                                            "sink": "model output"}))
     return out
 
 
-def _provider(p: Projection) -> list[Violation]:
+def _rendered_trust(it: PItem, ci: CanonItem | None) -> str:
+    if it.role == "system" or it.kind == "system-policy":
+        return "host"
+    if it.origin == "derived" and it.trust in _TRUST:
+        return str(it.trust)
+    if ci is not None and ci.detail.get("prior"):
+        return "user" if it.role in ("user", "assistant") else "external"
+    return "user" if it.role in (None, "user", "assistant") else "external"
+
+
+def _derived(p: Projection, cis: Mapping[str, CanonItem],
+             index: prov.SourceIndex) -> list[Violation]:
+    """Trust by provenance for derived items, altered copies and kept prior summaries."""
+    out: list[Violation] = []
+    for it in p.items:
+        ci = cis.get(it.id)
+        units = dict(prov.iter_units(it.detail))
+        if not units and ci is not None and ci.detail.get("prior") and it.digest == ci.digest:
+            units = prov.text_sketches(ci.content)  # a kept prior summary: its input text
+        if not units:
+            continue
+        der = prov.derived_from(units, index, exclude=(it.id,))
+        if der.least_trust is None:
+            continue
+        rendered = _rendered_trust(it, ci)
+        if _rank(rendered) < _rank(der.least_trust):
+            out.append(Violation("trust.escalated", (it.id,), {
+                "fields": der.fields, "sources": list(der.sources),
+                "source_trust": der.least_trust, "rendered": rendered}))
+    if p.producer == "candidate":  # a candidate's own covers are its claim: §12.1 inheritance
+        for it in p.items:
+            if it.origin != "derived" or not it.covers or any(
+                    v.item_ids == (it.id,) and v.code == "trust.escalated" for v in out):
+                continue
+            low = sorted(c for c in it.covers if c in cis and (
+                cis[c].trust in LOW_TRUST or cis[c].detail.get("prior")))
+            least = max((("external" if cis[c].detail.get("prior") else cis[c].trust)
+                         for c in low), key=_rank, default=None)
+            rendered = _rendered_trust(it, None)
+            if least is not None and _rank(rendered) < _rank(least):
+                out.append(Violation("trust.escalated", (it.id,), {
+                    "fields": ["covers"], "sources": low, "source_trust": least,
+                    "rendered": rendered}))
+    return out
+
+
+def _summary_ids(p: Projection) -> tuple[str, ...]:
+    return tuple(it.id for it in p.items if it.kind == "summary")
+
+
+def _provider(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
+    out: list[Violation] = []
+    sent = p.facts.get("sent_secrets") if isinstance(p.facts, Mapping) else None
+    if isinstance(sent, list) and sent:
+        secret_ids = sorted(i for i, ci in cis.items() if ci.sensitivity in SECRET)
+        out.append(Violation("secret.leaked", tuple(secret_ids),
+                             {"sink": "summarizer request", "calls": sorted(sent)}))
+    inputs = p.facts.get("provider_inputs") if isinstance(p.facts, Mapping) else None
+    if isinstance(inputs, list):
+        bad = sorted(i for i in inputs if i in cis and cis[i].sensitivity in SECRET)
+        if bad:
+            out.append(Violation("secret.leaked", tuple(bad),
+                                 {"sink": "summarizer request", "count": len(bad)}))
     pr = p.provider
     if pr is None or pr.truth is None:
-        return []
-    out = []
+        return out
+    ids = _summary_ids(p)
     detail: dict[str, Any] = {"truth": pr.truth, "status": pr.status}
     if pr.truth == "cancelled" and pr.status != "aborted" and p.status == "ok":
-        out.append(Violation("provider.cancel_swallowed", (), detail))
+        out.append(Violation("provider.cancel_swallowed", ids, detail))
     if pr.truth in ("error", "invalid") and pr.degraded is not True and \
             pr.status not in ("aborted", "failed", "degraded"):
-        out.append(Violation("provider.degraded_masked", (), detail))
+        out.append(Violation("provider.degraded_masked", ids, detail))
     if pr.truth == "no-usage" and pr.status in ("committed", "degraded"):
-        out.append(Violation("provider.usage_unknown_masked", (),
+        out.append(Violation("provider.usage_unknown_masked", ids,
                              {**detail, "usage": pr.usage}))
     return out
+
+
+def violations_of(assessments: Sequence[Assessment]) -> list[Violation]:
+    return [v for a in assessments for v in a.violations]

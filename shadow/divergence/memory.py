@@ -10,7 +10,19 @@ Single projection (``check_memory``):
 * ``deletion.overbroad``     a deletion removed a record outside its (scope, scopeId);
 * ``deletion.receipt_mismatch`` the returned receipt disagrees with the records removed;
 * ``memory.recall_mismatch`` a read returned records outside the admitted scope (or read
-                             without any admission).
+                             without any admission), or a recall returned a record its own
+                             relevance rule does not match (``MemOp.detail.irrelevant``);
+* ``memory.sensitivity_lowered`` a record is stored below the sensitivity of its own
+                             content (``MemRecord.content_sensitivity``) or of the evidence
+                             its text came from (sketch overlap, ``provenance.sources_of``);
+* ``trust.escalated``        a record's text came from external or untrusted evidence (a
+                             tool result, an error, a fetched page) while the record is
+                             recalled at the trust of ordinary memory (``user``);
+* summariser outcomes of a consolidation (``MemOp.detail.summarizer``: what the recording
+  says, whether the producer marked the result degraded, whether the request carried
+  secret material): ``provider.cancel_swallowed`` (a cancelled summariser turned into a
+  normal result), ``provider.degraded_masked`` (a failed or schema-invalid answer stored
+  without a degraded mark), ``secret.leaked`` (secret material sent to the summariser).
 
 Pairwise (``compare_memory``): per operation status, created / deleted / returned sets
 and final record scope / state / sensitivity.
@@ -18,11 +30,12 @@ and final record scope / state / sensitivity.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from shadow.canonical import SCOPE_WIDTH
+from shadow.canonical import SCOPE_WIDTH, Canon, has_secret, record_id
 from shadow.divergence import Violation
+from shadow.divergence import provenance as prov
 from shadow.projection import MemOp, Projection
 
 _SENS = ("public", "internal", "personal", "secret", "restricted")
@@ -37,14 +50,117 @@ def _selector(op: MemOp) -> Mapping[str, Any] | None:
     return sel if isinstance(sel, Mapping) else None
 
 
-def check_memory(p: Projection) -> list[Violation]:
+def evidence_text(payload: Mapping[str, Any]) -> str:
+    """The text a traced event contributes (every string of its payload)."""
+    parts: list[str] = []
+    stack: list[Any] = [payload]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            parts.append(v)
+        elif isinstance(v, Mapping):
+            stack.extend(reversed([v[k] for k in v if k not in ("role", "type")]))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+    return "\n".join(parts)
+
+
+def evidence_trust(event_type: str, payload: Mapping[str, Any]) -> str:
+    """Traced messages are user/model words (``user`` trust); every other event — tool
+    results, errors, costs — is ``external`` data (kernel.trust, as the candidate uses)."""
+    if event_type == "message" and payload.get("role") in ("user", "assistant"):
+        return "user"
+    if event_type == "message" and payload.get("role") == "system":
+        return "host"
+    return "external"
+
+
+def evidence_sources(canon: Canon) -> list[prov.Source]:
+    """A memory scenario's inputs: traced events and explicit writes (``add``)."""
+    out: list[prov.Source] = []
+    for cmd in canon.memory or ():
+        args = cmd.args if isinstance(cmd.args, Mapping) else {}
+        if cmd.op == "trace_record":
+            payload = args.get("payload") if isinstance(args.get("payload"), Mapping) else {}
+            text = evidence_text(payload)
+            trust = evidence_trust(str(args.get("type")), payload)
+        elif cmd.op == "propose":
+            text = str(args.get("content") or "")
+            trust = "user"
+        else:
+            continue
+        out.append(prov.Source(record_id(canon.name, cmd.index), trust,
+                               "secret" if has_secret(text) else "internal", text))
+    return out
+
+
+def _record_provenance(p: Projection, index: prov.SourceIndex | None) -> list[Violation]:
+    mem = p.memory
+    if mem is None:
+        return []
+    esc: list[Violation] = []
+    lowered, sources = [], set()
+    srcs = index.by_id() if index is not None else {}
+    for r in mem.records:
+        if r.state in ("deleted", "purged"):
+            continue
+        declared = r.sensitivity if r.sensitivity in _SENS else "internal"
+        need = r.content_sensitivity if r.content_sensitivity in _SENS else declared
+        if r.shingles and index is not None:
+            der = prov.derived_from(list(r.shingles), index)
+            rendered = r.trust if r.trust in prov.TRUST_ORDER else "user"
+            if der.least_trust is not None and prov.TRUST_ORDER.index(rendered) < \
+                    prov.TRUST_ORDER.index(der.least_trust):
+                esc.append(Violation("trust.escalated", (r.id,), {
+                    "fields": ["content"], "sources": list(der.sources),
+                    "source_trust": der.least_trust, "rendered": rendered}))
+            for sid in prov.sources_of(list(r.shingles), index):
+                s = srcs.get(sid)
+                if s is not None and _SENS.index(s.sensitivity) > _SENS.index(need):
+                    need = s.sensitivity
+                    sources.add(sid)
+        if _SENS.index(need) > _SENS.index(declared):
+            lowered.append(r.id)
+    out = esc
+    if lowered:
+        out.append(Violation("memory.sensitivity_lowered", tuple(sorted(lowered)), {
+            "count": len(lowered), "sources": sorted(sources)}))
+    return out
+
+
+def _summarizer(mem_ops: Sequence[MemOp]) -> list[Violation]:
+    out: list[Violation] = []
+    for op in mem_ops:
+        s = op.detail.get("summarizer") if isinstance(op.detail, Mapping) else None
+        if not isinstance(s, Mapping):
+            continue
+        truth, degraded = s.get("truth"), s.get("degraded")
+        detail = {"op": op.index, "truth": truth, "status": op.status}
+        if truth == "cancelled" and op.status == "ok":
+            out.append(Violation("provider.cancel_swallowed", op.created, detail))
+        elif truth in ("error", "invalid") and op.status == "ok" and degraded is not True:
+            out.append(Violation("provider.degraded_masked", op.created, detail))
+        if s.get("sent_secret") is True:
+            out.append(Violation("secret.leaked", (), {"op": op.index,
+                                                       "sink": "summarizer request"}))
+    return out
+
+
+def check_memory(p: Projection, index: prov.SourceIndex | None = None) -> list[Violation]:
     mem = p.memory
     if mem is None:
         return []
     recs = {r.id: r for r in mem.records}
-    out: list[Violation] = []
+    out: list[Violation] = _record_provenance(p, index) + _summarizer(mem.ops)
     widened, backfill, overbroad, receipts, unadmitted = [], [], [], [], []
+    unmatched: list[str] = []
+    at: dict[str, set[int]] = {}  # violation kind -> the operations that broke it
     deleted_at: dict[str, int] = {}
+
+    def hit(kind: str, bucket: list[str], rid: str, index: int) -> None:
+        bucket.append(rid)
+        at.setdefault(kind, set()).add(index)
+
     for op in mem.ops:
         sel = _selector(op)
         for rid in op.created:
@@ -52,35 +168,41 @@ def check_memory(p: Projection) -> list[Violation]:
             if r is None:
                 continue
             if sel and sel.get("scope") and _width(r.scope) > _width(sel.get("scope")):
-                widened.append(rid)
+                hit("widened", widened, rid, op.index)
             src = op.detail.get("source_scope")
             if src and _width(r.scope) > _width(src):
-                widened.append(rid)
+                hit("widened", widened, rid, op.index)
         if op.status == "ok":
             for rid in (*op.updated, *(op.returned or ())):
                 if rid in deleted_at:
-                    backfill.append(rid)
+                    hit("backfill", backfill, rid, op.index)
         for rid in op.deleted:
             deleted_at.setdefault(rid, op.index)
             r = recs.get(rid)
             if r is not None and sel and op.op in ("clearScope", "clear_scope") and (
                     r.scope != sel.get("scope") or (
                         sel.get("scope_id") is not None and r.scope_id != sel.get("scope_id"))):
-                overbroad.append(rid)
+                hit("overbroad", overbroad, rid, op.index)
         receipt = op.detail.get("receipt")
         if isinstance(receipt, bool):
             if receipt != bool(op.deleted):
                 receipts.append(str(op.index))
         elif isinstance(receipt, int) and receipt != len(op.deleted):
             receipts.append(str(op.index))
+        irrelevant = op.detail.get("irrelevant") if isinstance(op.detail, Mapping) else None
+        if isinstance(irrelevant, list) and op.status == "ok":
+            for rid in irrelevant:
+                hit("unmatched", unmatched, str(rid), op.index)
         if op.returned is not None and op.op in ("recall", "list") and op.status == "ok":
             scope = sel.get("scope") if sel else None
             sid = sel.get("scope_id") if sel else None
+            if scope is None or (scope != "global" and sid is None):
+                at.setdefault("unadmitted", set()).add(op.index)  # a cross-scope scan ran
             for rid in op.returned:
                 r = recs.get(rid)
                 if r is None or scope is None or r.scope != scope or (
                         scope != "global" and r.scope_id != sid):
-                    unadmitted.append(rid)
+                    hit("unadmitted", unadmitted, rid, op.index)
     for rid, r in recs.items():
         if rid in deleted_at and r.state not in ("deleted", "purged"):
             backfill.append(rid)
@@ -89,32 +211,61 @@ def check_memory(p: Projection) -> list[Violation]:
         for rid, scopes in history.items():
             if len({str(s) for s in scopes}) > 1:
                 widened.append(str(rid))
+    def ops(kind: str) -> list[int]:
+        return sorted(at.get(kind, ()))
+
     if widened:
         out.append(Violation("memory.scope_expanded", tuple(sorted(set(widened))),
-                             {"count": len(set(widened))}))
+                             {"count": len(set(widened)), "ops": ops("widened")}))
     if backfill:
         out.append(Violation("deletion.backfill", tuple(sorted(set(backfill))),
-                             {"count": len(set(backfill))}))
+                             {"count": len(set(backfill)), "ops": ops("backfill")}))
     if overbroad:
         out.append(Violation("deletion.overbroad", tuple(sorted(set(overbroad))),
-                             {"count": len(set(overbroad))}))
+                             {"count": len(set(overbroad)), "ops": ops("overbroad")}))
     if receipts:
-        out.append(Violation("deletion.receipt_mismatch", (), {"ops": sorted(receipts)}))
-    if unadmitted:
+        out.append(Violation("deletion.receipt_mismatch", (),
+                             {"ops": sorted(int(x) for x in receipts)}))
+    if unadmitted or at.get("unadmitted"):
         out.append(Violation("memory.recall_mismatch", tuple(sorted(set(unadmitted))),
-                             {"unadmitted_reads": len(unadmitted)}))
+                             {"unadmitted_reads": len(unadmitted), "ops": ops("unadmitted")}))
+    if unmatched:
+        out.append(Violation("memory.recall_mismatch", tuple(sorted(set(unmatched))),
+                             {"irrelevant_to_query": len(set(unmatched)),
+                              "ops": ops("unmatched")}))
     return out
+
+
+def _lineage(ops: Sequence[MemOp]) -> dict[str, str]:
+    """version id -> the id of the record it descends from (design 108 §9.3: an update is
+    a successor that ``supersedes`` the current version, so both stand for one record)."""
+    root: dict[str, str] = {}
+    for op in ops:
+        sup = op.detail.get("supersedes") if isinstance(op.detail, Mapping) else None
+        if isinstance(sup, str):
+            for c in op.created:
+                root[c] = root.get(sup, sup)
+    return root
 
 
 def compare_memory(a: Projection, b: Projection) -> list[tuple[str, tuple[str, ...],
                                                                 dict[str, Any], str | None]]:
-    """Differences between two memory projections: (code, item ids, detail, severity)."""
+    """Differences between two memory projections: (code, item ids, detail, severity).
+
+    Records are compared by lineage (a successor version stands for the record it
+    supersedes), so an update the kernel makes as a supersession is not a different
+    record."""
     ma, mb = a.memory, b.memory
     if ma is None or mb is None:
         return []
+    la, lb = _lineage(ma.ops), _lineage(mb.ops)
+
+    def rootset(ids: Sequence[str], lin: Mapping[str, str]) -> set[str]:
+        return {lin.get(i, i) for i in ids}
+
     out: list[tuple[str, tuple[str, ...], dict[str, Any], str | None]] = []
     ops_b = {o.index: o for o in mb.ops}
-    status_diff, created_diff, deleted_diff, recall_diff, order_diff = [], [], [], [], []
+    effect_diff, deleted_diff, recall_diff, order_diff = [], [], [], []
     ids_s: set[str] = set()
     ids_d: set[str] = set()
     ids_r: set[str] = set()
@@ -123,23 +274,29 @@ def compare_memory(a: Projection, b: Projection) -> list[tuple[str, tuple[str, .
         if ob is None:
             continue
         if oa.status != ob.status:
-            status_diff.append({"index": oa.index, "op": oa.op, "candidate": oa.status,
-                                "baseline": ob.status})
-        if set(oa.created) != set(ob.created) or set(oa.updated) != set(ob.updated):
-            created_diff.append(oa.index)
-            ids_s |= set(oa.created) ^ set(ob.created)
-        if set(oa.deleted) != set(ob.deleted):
+            out.append(("memory.state_mismatch", tuple(sorted(rootset(oa.created, la)
+                                                              | rootset(ob.created, lb))), {
+                "index": oa.index, "op": oa.op, "candidate": oa.status, "baseline": ob.status,
+                "candidate_error": oa.error, "baseline_error": ob.error}, None))
+            continue
+        ea = rootset((*oa.created, *oa.updated), la)
+        eb = rootset((*ob.created, *ob.updated), lb)
+        if ea != eb:
+            effect_diff.append(oa.index)
+            ids_s |= ea ^ eb
+        if rootset(oa.deleted, la) != rootset(ob.deleted, lb):
             deleted_diff.append(oa.index)
-            ids_d |= set(oa.deleted) ^ set(ob.deleted)
+            ids_d |= rootset(oa.deleted, la) ^ rootset(ob.deleted, lb)
         if oa.returned is not None and ob.returned is not None:
-            if set(oa.returned) != set(ob.returned):
+            ra_, rb_ = [la.get(i, i) for i in oa.returned], [lb.get(i, i) for i in ob.returned]
+            if set(ra_) != set(rb_):
                 recall_diff.append(oa.index)
-                ids_r |= set(oa.returned) ^ set(ob.returned)
-            elif list(oa.returned) != list(ob.returned):
+                ids_r |= set(ra_) ^ set(rb_)
+            elif ra_ != rb_:
                 order_diff.append(oa.index)
-    if status_diff or created_diff:
-        out.append(("memory.state_mismatch", tuple(sorted(ids_s)),
-                    {"status": status_diff, "effect_ops": created_diff}, None))
+    if effect_diff:
+        out.append(("memory.state_mismatch", tuple(sorted(ids_s)), {"effect_ops": effect_diff},
+                    None))
     if deleted_diff:
         out.append(("deletion.receipt_mismatch", tuple(sorted(ids_d)),
                     {"ops": deleted_diff}, None))
@@ -147,8 +304,8 @@ def compare_memory(a: Projection, b: Projection) -> list[tuple[str, tuple[str, .
         out.append(("memory.recall_mismatch", tuple(sorted(ids_r)), {"ops": recall_diff}, None))
     if order_diff:
         out.append(("memory.recall_mismatch", (), {"order_only_ops": order_diff}, "minor"))
-    ra = {r.id: r for r in ma.records}
-    rb = {r.id: r for r in mb.records}
+    ra = _heads(ma.records, la)
+    rb = _heads(mb.records, lb)
     wider, narrower, state, lowered = [], [], [], []
     for rid in sorted(set(ra) & set(rb)):
         x, y = ra[rid], rb[rid]
@@ -171,4 +328,12 @@ def compare_memory(a: Projection, b: Projection) -> list[tuple[str, tuple[str, .
                     {"state_differs": len(state), "one_side_only": len(only)}, None))
     if lowered:
         out.append(("memory.sensitivity_lowered", tuple(lowered), {"count": len(lowered)}, None))
+    return out
+
+
+def _heads(records: Sequence[Any], lineage: Mapping[str, str]) -> dict[str, Any]:
+    """Each lineage's live head (the last version), keyed by the lineage's root id."""
+    out: dict[str, Any] = {}
+    for r in records:
+        out[lineage.get(r.id, r.id)] = r  # records are listed in creation order
     return out

@@ -1,0 +1,407 @@
+"""A producer's own claims, checked against the input before they are believed.
+
+Every item a projection dropped carries a reason — the legacy's (inferred from the
+pipeline step that removed it) or the candidate's — and every item it altered carries the
+transformation it claims.  ``verify(p, canon)`` checks each claim on the canonical input:
+
+``duplicate`` (legacy ``dedup``)
+    a *surviving* item (kept, or dropped later by another step) has the same role, kind,
+    tool-call identity (the legacy call id and tool name of a call, the call id a result
+    answers) and content digest.  Tool-call messages with empty or null content and
+    different calls are therefore never duplicates.
+``duplicate`` (legacy ``dedup-similar``, a similarity merge)
+    as above, but the contents need only be equal after whitespace collapse and
+    casefolding — the kernel's identity rules otherwise: texts that differ in numbers,
+    paths or identifiers are different items.
+``input_budget`` (``truncate``, ``snip``, ``budget-exhausted``, ``candidate-cap``, the
+kernel's budget)
+    the input was over the producer's stated limit at that point (``facts.limits``: a
+    message count — the messages present when the cut was made — a token budget the
+    item would not fit, or a candidate cap the item lies beyond), and, for a recency cut
+    (``limits.order == "recency"``, legacy ``truncate``), no newer unprotected item was
+    dropped while an older one was kept.  A ``snip`` is justified only while the input
+    is over a stated limit.
+``tool_pair_repair``
+    the removed half was orphaned in the input, or its partner was dropped by a justified
+    drop of the same producer; a partner that is still kept, or that the producer dropped
+    without justification, falsifies the repair ("orphaned by its own drop").
+``collapsed`` / ``summarized``
+    a kept collapse marker / summary replaces it; a marker's declared count (``[Collapsed
+    N tool messages…]``, ``detail.declared``) must equal the messages it covers.
+``user_removed`` / ``invalid`` / ``not_persisted`` / ``sink_denied`` /
+``untrusted_system_policy``
+    the item is in the user's removed set / of an unknown kind / host policy a session
+    store does not persist / secret or restricted / low-trust text offered as policy.
+
+Alterations: a kept input item whose digest differs from the input carries the
+adapter's verdict on the transformation it claims (``detail.claim``: ``verified`` or
+``falsified`` with ``detail.why`` — e.g. a ``trimmed`` chip that is not a prefix of its
+input, or a ``cleaned`` prompt that changed more than volatile fields).  A candidate
+claims no transformation at all: any altered input item is unjustified.  Order: kept input
+items must follow their source order unless the producer documents another
+(``facts.order``: ``priority`` for the IDE chip ranking; ``pinned_block`` for the CLI's
+sticky pinned block).
+
+A false claim is a :class:`~shadow.divergence.Violation` of the producer —
+``drop_reason.unjustified``, ``alteration.unjustified``, ``system_policy.altered`` or
+``item.reordered`` — whose detail names the claim, why it is false and the evidence
+items.  Claims the input cannot decide (no stated limit, a reason of ``unknown``) are
+``unverifiable``, never false.  Protected drops are judged by ``protected.dropped``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from shadow.canonical import Canon, CanonItem
+from shadow.divergence import Violation
+from shadow.projection import Drop, Projection
+
+_WS: Final = re.compile(r"\s+")
+VERIFIED: Final = "verified"
+FALSIFIED: Final = "falsified"
+UNVERIFIABLE: Final = "unverifiable"
+BUDGET: Final = frozenset({"input_budget", "partition_ceiling"})
+RECENCY_STEPS: Final = frozenset({"truncate", "truncation"})
+TOKEN_STEPS: Final = frozenset({"budget-exhausted", "excluded-budget"})
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    item_id: str
+    claim: str  # canonical reason or alteration category
+    legacy: str | None
+    status: str  # verified | falsified | unverifiable
+    why: str = ""
+    evidence: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class ClaimReport:
+    """Verdicts per dropped/altered item and the violations of the false ones."""
+
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    violations: list[Violation] = field(default_factory=list)
+    refusal: str | None = None  # verdict on a context_over_budget refusal
+
+    def status(self, item_id: str) -> str | None:
+        v = self.verdicts.get(item_id)
+        return v.status if v else None
+
+
+def _protected(ci: CanonItem) -> bool:
+    b = ci.binding
+    return bool(ci.pinned or (ci.kind == "system-policy" and ci.trust in ("host", "verified"))
+                or b.get("requiredForRecovery") or b.get("toolOutcome") in ("pending", "unknown")
+                or b.get("questionId") or b.get("approvalId"))
+
+
+def _dup_key(ci: CanonItem) -> tuple[Any, ...]:
+    if ci.tool_role == "call":
+        return (ci.role, ci.kind, "call", ci.legacy_tool_id, ci.tool_name)
+    if ci.tool_role == "result" or ci.role == "tool":
+        return (ci.role, ci.kind, "result", ci.legacy_tool_id)
+    return (ci.role, ci.kind)
+
+
+def _similar(text: str) -> str:
+    return _WS.sub(" ", text).strip().casefold()
+
+
+class _Ctx:
+    def __init__(self, p: Projection, canon: Canon, cis: Mapping[str, CanonItem]) -> None:
+        self.p = p
+        self.cis = cis
+        self.offered = [i for i in (p.input_ids or tuple(cis)) if i in cis]
+        self.kept = {it.id: it for it in p.items if it.origin == "input"}
+        self.derived = [it for it in p.items if it.origin == "derived"]
+        self.drops = {d.id: d for d in p.dropped}
+        limits = p.facts.get("limits") if isinstance(p.facts, Mapping) else None
+        self.limits: Mapping[str, Any] = limits if isinstance(limits, Mapping) else {}
+        self.ide = canon.ide
+        self.candidate = p.producer == "candidate"
+
+    def msg(self, item_id: str) -> Any:
+        ci = self.cis.get(item_id)
+        return ("m", ci.seq) if ci is not None else ("d", item_id)
+
+
+def verify(p: Projection, canon: Canon, cis: Mapping[str, CanonItem]) -> ClaimReport:
+    """Check every drop, alteration and order claim of ``p`` (see the module docstring)."""
+    rep = ClaimReport()
+    if p.status == "error" and p.error == "context_over_budget" and cis:
+        rep.refusal = _refusal(p, cis)
+    if p.status != "ok" or not cis:
+        return rep
+    ctx = _Ctx(p, canon, cis)
+    repairs: list[Drop] = []
+    for d in sorted(ctx.drops.values(), key=lambda d: d.id):
+        if d.id not in cis:
+            continue
+        if d.reason == "tool_pair_repair":
+            repairs.append(d)
+            continue
+        rep.verdicts[d.id] = _drop(ctx, d)
+    for d in repairs:  # after every other drop: a repair is judged by its partner's drop
+        rep.verdicts[d.id] = _repair(ctx, d, rep)
+    _alterations(ctx, rep)
+    _group(rep)
+    _order(ctx, rep)
+    return rep
+
+
+def _refusal(p: Projection, cis: Mapping[str, CanonItem]) -> str:
+    """``context_over_budget`` is justified when the protected items it names really
+    exceed the stated budget on their own (token estimates of the input)."""
+    detail = p.facts.get("error_detail") if isinstance(p.facts, Mapping) else None
+    limits = p.facts.get("limits") if isinstance(p.facts, Mapping) else None
+    ids = detail.get("protectedItemIds") if isinstance(detail, Mapping) else None
+    budget = _int(detail.get("selectableBudget")) if isinstance(detail, Mapping) else None
+    if budget is None and isinstance(limits, Mapping):
+        budget = _int(limits.get("tokens"))
+    if not isinstance(ids, list) or budget is None or not ids:
+        return UNVERIFIABLE
+    named = [i for i in ids if isinstance(i, str) and i in cis]
+    if len(named) != len(ids) or not all(_protected(cis[i]) for i in named):
+        return FALSIFIED
+    need = sum(max(1, cis[i].token_estimate) for i in named)
+    return VERIFIED if need > budget else FALSIFIED
+
+
+def _v(d: Drop, status: str, why: str = "", evidence: Sequence[str] = ()) -> Verdict:
+    return Verdict(d.id, d.reason, d.legacy_reason, status, why, tuple(sorted(evidence)))
+
+
+def _drop(ctx: _Ctx, d: Drop) -> Verdict:
+    ci = ctx.cis[d.id]
+    reason = d.reason
+    if reason == "duplicate":
+        return _duplicate(ctx, d, ci)
+    if reason in BUDGET:
+        return _budget(ctx, d, ci)
+    if reason in ("collapsed", "summarized"):
+        kind = "collapse-marker" if reason == "collapsed" else "summary"
+        marks = [it for it in ctx.derived if it.kind == kind]
+        if not marks:
+            return _v(d, FALSIFIED, f"no_{kind.replace('-', '_')}")
+        return _v(d, VERIFIED, "", [m.id for m in marks])
+    if reason == "user_removed":
+        if ctx.ide is None:
+            return _v(d, UNVERIFIABLE)
+        return _v(d, VERIFIED if d.id in ctx.ide.removed else FALSIFIED, "not_removed_by_user")
+    if reason == "invalid":
+        if ctx.ide is None:
+            return _v(d, UNVERIFIABLE)
+        return _v(d, VERIFIED if d.id in ctx.ide.rejected else FALSIFIED, "valid_kind")
+    if reason == "not_persisted":
+        ok = ci.role == "system" and ci.trust in ("host", "verified")
+        return _v(d, VERIFIED if ok else FALSIFIED, "not_host_policy")
+    if reason == "sink_denied":
+        ok = ci.sensitivity in ("secret", "restricted")
+        return _v(d, VERIFIED if ok else FALSIFIED, "sink_allowed")
+    if reason == "untrusted_system_policy":
+        ok = ci.kind == "system-policy" and ci.trust not in ("host", "verified")
+        return _v(d, VERIFIED if ok else FALSIFIED, "trusted_policy")
+    return _v(d, UNVERIFIABLE)
+
+
+def _duplicate(ctx: _Ctx, d: Drop, ci: CanonItem) -> Verdict:
+    similar = "similar" in (d.legacy_reason or "")
+    key = _dup_key(ci)
+    mine = _similar(ci.content) if similar else ci.digest
+    for oid in ctx.offered:
+        if oid == d.id:
+            continue
+        od = ctx.drops.get(oid)
+        if od is not None and od.reason == "duplicate":
+            continue  # not a survivor of the dedup step
+        o = ctx.cis[oid]
+        if _dup_key(o) != key:
+            continue
+        if (_similar(o.content) if similar else o.digest) == mine:
+            return _v(d, VERIFIED, "", [oid])
+    return _v(d, FALSIFIED, "no_equal_survivor")
+
+
+def _present_messages(ctx: _Ctx) -> int:
+    """Messages present when the cut was made: kept, cut, and removed later by repair."""
+    ids = [*ctx.kept, *(i for i, x in ctx.drops.items()
+                        if x.reason in BUDGET or x.reason == "tool_pair_repair")]
+    return len({ctx.msg(i) for i in ids} | {it.id for it in ctx.derived})
+
+
+def _dropped_before(ctx: _Ctx) -> int:
+    """Messages removed by steps that run before a cut (snip, dedup, collapse)."""
+    return len({ctx.msg(i) for i, x in ctx.drops.items()
+                if x.reason in ("duplicate", "collapsed") or x.legacy_reason == "snip"})
+
+
+def _tokens(ctx: _Ctx, ids: Sequence[str]) -> int:
+    return sum(max(1, ctx.cis[i].token_estimate) for i in ids if i in ctx.cis)
+
+
+def _budget(ctx: _Ctx, d: Drop, ci: CanonItem) -> Verdict:
+    lim = ctx.limits
+    if _protected(ci):
+        return _v(d, UNVERIFIABLE, "protected")  # judged by protected.dropped
+    legacy = d.legacy_reason
+    max_msgs, max_tokens = _int(lim.get("messages")), _int(lim.get("tokens"))
+    if legacy in RECENCY_STEPS and max_msgs is not None:
+        if _present_messages(ctx) <= max_msgs:
+            return _v(d, FALSIFIED, "under_stated_limit")
+        if lim.get("order") == "recency":
+            older_kept = [k for k, it in ctx.kept.items()
+                          if ctx.cis[k].seq < ci.seq and not _protected(ctx.cis[k])
+                          and ctx.cis[k].role != "system" and not it.pinned]
+            if older_kept:
+                return _v(d, FALSIFIED, "not_lowest_priority", older_kept[:5])
+        return _v(d, VERIFIED)
+    if legacy == "candidate-cap" and _int(lim.get("candidates")) is not None:
+        cap = int(lim["candidates"])
+        return _v(d, VERIFIED) if ci.seq >= cap else _v(d, FALSIFIED, "under_candidate_cap")
+    if legacy == "snip" and (max_msgs is not None or max_tokens is not None):
+        over_msgs = max_msgs is not None and _present_messages(ctx) + _dropped_before(ctx) \
+            > max_msgs
+        over_tokens = max_tokens is not None and _tokens(ctx, ctx.offered) > max_tokens
+        return _v(d, VERIFIED) if over_msgs or over_tokens else \
+            _v(d, FALSIFIED, "under_stated_limit")
+    if d.reason == "input_budget" and max_tokens is not None and \
+            (legacy in TOKEN_STEPS or (legacy is None and ctx.candidate)):
+        used = _tokens(ctx, [k for k in ctx.kept if k in ctx.cis])
+        group = [d.id]  # a tool call and its result are selected together (§8.3)
+        if ci.tool_call_id:
+            group = [o for o in ctx.offered if ctx.cis[o].tool_call_id == ci.tool_call_id
+                     and o in ctx.drops and ctx.drops[o].reason in BUDGET]
+        if used + _tokens(ctx, group) <= max_tokens:
+            return _v(d, FALSIFIED, "fits_stated_budget")
+        return _v(d, VERIFIED)
+    return _v(d, UNVERIFIABLE, "no_stated_limit")
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _repair(ctx: _Ctx, d: Drop, rep: ClaimReport) -> Verdict:
+    ci = ctx.cis[d.id]
+    tcid = ci.tool_call_id
+    if ci.detail.get("orphan") or not tcid:
+        return _v(d, VERIFIED, "orphaned_in_input")
+    partners = [o for o in ctx.offered if o != d.id and ctx.cis[o].tool_call_id == tcid]
+    if not partners:
+        return _v(d, VERIFIED, "orphaned_in_input")
+    kept = [o for o in partners if o in ctx.kept]
+    if kept:
+        return _v(d, FALSIFIED, "partner_kept", kept)
+    bad = [o for o in partners if rep.status(o) == FALSIFIED]
+    if bad:
+        return _v(d, FALSIFIED, "orphaned_by_unjustified_drop", bad)
+    return _v(d, VERIFIED, "partner_dropped", partners)
+
+
+def _alterations(ctx: _Ctx, rep: ClaimReport) -> None:
+    policy, other = [], []
+    for iid, it in ctx.kept.items():
+        ci = ctx.cis.get(iid)
+        if ci is None or it.digest == ci.digest or it.altered == "whitespace":
+            continue
+        claim = it.detail.get("claim")
+        if ctx.candidate:
+            status, why = FALSIFIED, "candidate_alters_input"
+        elif claim in (VERIFIED, FALSIFIED):
+            status, why = str(claim), str(it.detail.get("why") or "")
+        else:
+            status, why = UNVERIFIABLE, ""
+        rep.verdicts[iid] = Verdict(iid, it.altered or "content", it.altered, status, why)
+        is_policy = ci.kind == "system-policy" and ci.trust in ("host", "verified")
+        if is_policy and status != VERIFIED:
+            policy.append(iid)
+        elif status == FALSIFIED and not ci.pinned:  # pinned: pinned.altered
+            other.append(iid)
+    if policy:
+        rep.violations.append(Violation("system_policy.altered", tuple(policy),
+                                        {"count": len(policy)}))
+    if other:
+        whys = sorted({rep.verdicts[i].why for i in other})
+        rep.violations.append(Violation("alteration.unjustified", tuple(other),
+                                        {"count": len(other), "why": whys}))
+
+
+def _group(rep: ClaimReport) -> None:
+    """One ``drop_reason.unjustified`` violation per (claim, legacy step, why)."""
+    groups: dict[tuple[str, str, str], list[Verdict]] = {}
+    for v in rep.verdicts.values():
+        if v.status == FALSIFIED and v.claim in _DROP_CLAIMS:
+            groups.setdefault((v.claim, v.legacy or "", v.why), []).append(v)
+    for (claim, legacy, why), vs in sorted(groups.items()):
+        detail: dict[str, Any] = {"claim": claim, "why": why, "count": len(vs)}
+        if legacy:
+            detail["legacy_reason"] = legacy
+        ev = sorted({e for v in vs for e in v.evidence})
+        if ev:
+            detail["evidence"] = ev[:20]
+        rep.violations.append(Violation("drop_reason.unjustified",
+                                        tuple(sorted(v.item_id for v in vs)), detail))
+
+
+_DROP_CLAIMS: Final = frozenset({
+    "duplicate", "input_budget", "partition_ceiling", "tool_pair_repair", "collapsed",
+    "summarized", "user_removed", "invalid", "not_persisted", "sink_denied",
+    "untrusted_system_policy"})
+
+
+def _order(ctx: _Ctx, rep: ClaimReport) -> None:
+    mode = ctx.p.facts.get("order") if isinstance(ctx.p.facts, Mapping) else None
+    if mode == "priority":
+        return
+    seq = [(ctx.cis[it.id].seq, _sub(it.id), it.id) for it in ctx.p.items
+           if it.origin == "input" and it.id in ctx.cis
+           and not (mode == "pinned_block" and it.pinned)]
+    moved = _out_of_order(seq)
+    if moved:
+        rep.violations.append(Violation("item.reordered", tuple(moved), {"moved": len(moved)}))
+
+
+def _sub(item_id: str) -> int:
+    tail = item_id.rsplit(":", 1)[-1]
+    return int(tail.rsplit(".c", 1)[1]) if ".c" in tail else 0
+
+
+def _out_of_order(seq: Sequence[tuple[int, int, str]]) -> list[str]:
+    """Ids not on a longest increasing subsequence of source positions."""
+    import bisect
+
+    keys = [(s, sub) for s, sub, _ in seq]
+    tails: list[tuple[int, int]] = []
+    tail_idx: list[int] = []
+    prev = [-1] * len(keys)
+    for i, k in enumerate(keys):
+        j = bisect.bisect_left(tails, k)
+        if j == len(tails):
+            tails.append(k)
+            tail_idx.append(i)
+        else:
+            tails[j] = k
+            tail_idx[j] = i
+        prev[i] = tail_idx[j - 1] if j else -1
+    on: set[int] = set()
+    i = tail_idx[-1] if tail_idx else -1
+    while i >= 0:
+        on.add(i)
+        i = prev[i]
+    return sorted(seq[i][2] for i in range(len(seq)) if i not in on)
+
+
+def canon_items(canon: Canon) -> dict[str, CanonItem]:
+    if canon.session is not None:
+        return canon.session.by_id
+    if canon.ide is not None:
+        return {it.item_id: it for it in canon.ide.items}
+    return {}
+
+
+__all__ = ["FALSIFIED", "UNVERIFIABLE", "VERIFIED", "ClaimReport", "Verdict", "canon_items",
+           "verify"]
