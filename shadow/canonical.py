@@ -312,6 +312,7 @@ IDE_KINDS: Final[Mapping[str, str]] = {
 }
 IDE_DEFAULT_BUDGET: Final = 4096
 IDE_MAX_BUDGET: Final = 32768
+IDE_MAX_CANDIDATES: Final = 64  # the Context Center reads at most this many candidates
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,11 +20,23 @@ holds (``<DIR>/<fixture>/<surface>.projection.json``; see docs/surfaces.md)::
      "provider": null | {"status", "requests", "recorded", "degraded", "degraded_reason",
                          "usage", "cancelled", "truth"},
      "memory": null | {"records": [{"id", "scope", "scope_id", "state", "sensitivity",
-                                    "digest", "category"}],
+                                    "digest", "category", "shingles"?, "trust"?,
+                                    "content_sensitivity"?}],
                        "ops": [{"index", "op", "status", "created", "updated", "deleted",
                                 "returned", "error"}]},
      "side_effects": [{"kind", "target", "recorded"}],
      "writers": [str], "facts": {}, "noise": {}}
+
+An item's ``detail`` may carry ``shingles`` — ``{unit: [16-hex hash, …]}``, the sketch of
+a derived or altered item's text (per summary field and list element) from which the
+divergence engine judges where the text came from (``shadow.divergence.provenance``) —
+and, for an altered input item, ``claim`` (``verified`` | ``falsified``) and ``why``: the
+adapter's verdict on the transformation the producer claims.  ``facts`` may carry
+``limits`` (the producer's stated limits: ``messages``, ``tokens``, ``order``),
+``order`` (``priority`` | ``pinned_block``: a documented output order),
+``sent_secrets`` (recorded provider calls whose request held secret material),
+``provider_inputs`` (ids the candidate sent to its summarizer) and ``error_detail``
+(ids and counts of a refusal, e.g. ``context_over_budget``).  None of these is a body.
 
 Keys are written sorted, so the bytes of a projection are a function of its value.
 """
@@ -36,8 +48,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
-
-from shadow.errors import InputError
 
 SCHEMA: Final = "shadow-projection/v1"
 CONTENT_DOMAIN: Final = "shadow.content/v1"
@@ -115,6 +125,9 @@ class MemRecord:
     sensitivity: str | None
     digest: str
     category: str | None = None
+    shingles: tuple[str, ...] = ()  # sketch of the content (shadow.divergence.provenance)
+    trust: str | None = None  # the trust the record is recalled at (None: ordinary memory)
+    content_sensitivity: str | None = None  # what the content itself shows (the detector)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,68 +255,12 @@ def dumps(p: Projection) -> str:
     return json.dumps(to_wire(p), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
 
-def _tuple(v: Any) -> tuple[Any, ...]:
-    return tuple(v) if isinstance(v, (list, tuple)) else ()
-
-
-def _need(d: Mapping[str, Any], key: str, src: str, ptr: str) -> Any:
-    if key not in d:
-        raise InputError(src, f"{ptr}/{key}", f"a required field {key!r}", "nothing")
-    return d[key]
-
-
 def from_wire(d: Any, src: str = "<projection>") -> Projection:
-    """Parse the documented JSON format; a bad file is an InputError naming the pointer."""
-    if not isinstance(d, Mapping):
-        raise InputError(src, "", "a projection object", type(d).__name__)
-    if d.get("schema") != SCHEMA:
-        raise InputError(src, "/schema", repr(SCHEMA), repr(d.get("schema")))
-    items = []
-    for i, raw in enumerate(_need(d, "items", src, "")):
-        ptr = f"/items/{i}"
-        if not isinstance(raw, Mapping):
-            raise InputError(src, ptr, "an item object", type(raw).__name__)
-        items.append(PItem(
-            id=str(_need(raw, "id", src, ptr)), kind=str(_need(raw, "kind", src, ptr)),
-            origin=str(raw.get("origin", "input")), digest=str(_need(raw, "digest", src, ptr)),
-            length=int(raw.get("length", 0)), role=raw.get("role"),
-            tool_call_id=raw.get("tool_call_id"), tool_role=raw.get("tool_role"),
-            tool_outcome=raw.get("tool_outcome"), pinned=bool(raw.get("pinned", False)),
-            trust=raw.get("trust"), sensitivity=raw.get("sensitivity"),
-            altered=raw.get("altered"), covers=_tuple(raw.get("covers")),
-            detail=dict(raw.get("detail") or {}),
-        ))
-    dropped = [
-        Drop(id=str(_need(x, "id", src, f"/dropped/{i}")),
-             reason=str(_need(x, "reason", src, f"/dropped/{i}")),
-             legacy_reason=x.get("legacy_reason"), protected=bool(x.get("protected", False)))
-        for i, x in enumerate(d.get("dropped") or ())
-    ]
-    prov = d.get("provider")
-    provider = ProviderOutcome(**prov) if isinstance(prov, Mapping) else None
-    mem = d.get("memory")
-    memory = None
-    if isinstance(mem, Mapping):
-        memory = MemoryProjection(
-            records=tuple(MemRecord(**r) for r in mem.get("records") or ()),
-            ops=tuple(
-                MemOp(index=o["index"], op=o["op"], status=o["status"],
-                      created=_tuple(o.get("created")), updated=_tuple(o.get("updated")),
-                      deleted=_tuple(o.get("deleted")),
-                      returned=_tuple(o["returned"]) if o.get("returned") is not None else None,
-                      error=o.get("error"), detail=dict(o.get("detail") or {}))
-                for o in mem.get("ops") or ()
-            ),
-        )
-    return Projection(
-        fixture=str(_need(d, "fixture", src, "")), surface=str(_need(d, "surface", src, "")),
-        producer=str(d.get("producer", "candidate")), status=str(d.get("status", "ok")),
-        error=d.get("error"), input_ids=_tuple(d.get("input_ids")), items=tuple(items),
-        dropped=tuple(dropped), provider=provider, memory=memory,
-        side_effects=tuple(SideEffect(**s) for s in d.get("side_effects") or ()),
-        writers=_tuple(d.get("writers")), facts=dict(d.get("facts") or {}),
-        noise=dict(d.get("noise") or {}),
-    )
+    """Parse the documented JSON format strictly (:mod:`shadow.projection_wire`); a bad
+    file is an InputError naming the file and the JSON pointer."""
+    from shadow.projection_wire import from_wire as parse
+
+    return parse(d, src)
 
 
 def with_producer(p: Projection, producer: str) -> Projection:

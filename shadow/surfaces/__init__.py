@@ -7,7 +7,7 @@ job) are listed in ``TWINS``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from shadow.canonical import Canon
@@ -23,7 +23,9 @@ from shadow.surfaces import (
     session_core_memory,
 )
 
-Adapter = Callable[[Canon, Capture], Projection]
+#: ``adapt(canon, capture, siblings)``: ``siblings`` are the scenario's other captures
+#: (by name), for a surface that persists another one's result (the JSONL store).
+Adapter = Callable[[Canon, Capture, Mapping[str, Capture]], Projection]
 
 ADAPTERS: Final[dict[str, Adapter]] = {
     "cli.compress": cli_compress.adapt,

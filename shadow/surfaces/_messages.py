@@ -31,25 +31,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from shadow.canonical import CanonicalSession, CanonItem
-from shadow.projection import Drop, PItem, content_digest, value_digest
+from shadow.canonical import CanonicalSession, CanonItem, has_secret
+from shadow.divergence.provenance import text_sketches
+from shadow.projection import PItem, content_digest, value_digest
+from shadow.surfaces import alterations
 
 SUMMARY_PREFIXES: Final = ("[Conversation Summary]", "[历史对话总结]")
 COLLAPSE_RE: Final = re.compile(r"^\[Collapsed \d+ tool messages?")
+COLLAPSE_COUNT_RE: Final = re.compile(r"^\[Collapsed (\d+) tool messages?")
 TRUNCATION_RE: Final = re.compile(r"\[(?:truncated|snipped|\.\.\. ?truncated)|…\s*\[", re.I)
 WS_RE: Final = re.compile(r"\s+")
-
-#: legacy pipeline step -> canonical drop reason
-LEGACY_TO_CANONICAL: Final[Mapping[str, str]] = {
-    "dedup": "duplicate", "deduplication": "duplicate", "dedup-similar": "duplicate",
-    "tool-pair-repair": "tool_pair_repair",
-    "collapse": "collapsed", "summarize": "summarized", "summarization": "summarized",
-    "truncate": "input_budget", "truncation": "input_budget", "snip": "input_budget",
-    "budget-exhausted": "input_budget", "excluded-budget": "input_budget",
-    "candidate-cap": "input_budget", "removed-by-user": "user_removed",
-    "invalid-kind": "invalid", "not-persisted": "not_persisted", "unknown": "unknown",
-}
-
 
 def text_of(msg: Mapping[str, Any]) -> str:
     c = msg.get("content")
@@ -97,8 +88,8 @@ class Match:
         self.notes[key] = self.notes.get(key, 0) + 1
 
 
-def summary_fields(text: str) -> dict[str, Any]:
-    """Structure of a summary body: format + per-field digests (never the text)."""
+def summary_doc(text: str) -> tuple[str, dict[str, Any] | None, int]:
+    """(format, parsed object or None, body length) of a summary body."""
     body = text
     for p in SUMMARY_PREFIXES:
         if body.startswith(p):
@@ -109,11 +100,37 @@ def summary_fields(text: str) -> dict[str, Any]:
     try:
         doc = json.loads(candidate)
     except ValueError:
-        return {"format": "text", "length": len(body)}
+        return "text", None, len(body)
     if not isinstance(doc, dict):
-        return {"format": "text", "length": len(body)}
-    return {"format": "structured" if not fence else "structured-in-prose",
+        return "text", None, len(body)
+    return ("structured" if not fence else "structured-in-prose"), doc, len(body)
+
+
+def summary_fields(text: str) -> dict[str, Any]:
+    """Structure of a summary body: format + per-field digests (never the text)."""
+    fmt, doc, length = summary_doc(text)
+    if doc is None:
+        return {"format": fmt, "length": length}
+    return {"format": fmt,
             "fields": {k: value_digest(v, "shadow.summary-field/v1") for k, v in doc.items()}}
+
+
+def derived_detail(kind: str, text: str) -> dict[str, Any]:
+    """What a derived item's projection carries: summary structure, the declared count of
+    a collapse marker, and the sketch of its text (``provenance``) — never the text."""
+    detail: dict[str, Any] = {}
+    doc = None
+    if kind == "summary":
+        detail = summary_fields(text)
+        doc = summary_doc(text)[1]
+    elif kind == "collapse-marker":
+        m = COLLAPSE_COUNT_RE.match(text)
+        if m:
+            detail["declared"] = int(m.group(1))
+    sk = text_sketches(text, doc)
+    if sk:
+        detail["shingles"] = sk
+    return detail
 
 
 def derived_kind(text: str, provenance: str | None) -> str:
@@ -164,6 +181,15 @@ def _pitem(ci: CanonItem, text: str, role: str, altered: str | None,
         detail["binding_lost"] = True
     if ci.detail.get("orphan"):
         detail["orphan"] = True
+    if digest != ci.digest:
+        verdict = alterations.check(altered, ci.content, text)
+        if verdict is not None:
+            detail["claim"], why = verdict
+            if why:
+                detail["why"] = why
+        sk = text_sketches(text)
+        if sk and altered != "whitespace":
+            detail["shingles"] = sk
     return PItem(
         id=ci.item_id, kind=ci.kind, origin="input", digest=digest, length=len(text), role=role,
         tool_call_id=None if binding_lost else ci.tool_call_id, tool_role=ci.tool_role,
@@ -251,13 +277,11 @@ def match_messages(sources: Sequence[Source], output: Sequence[Any], canon: Cano
         kind = derived_kind(text_of(m), prov if isinstance(prov, str) else None)
         counters[kind] = counters.get(kind, 0) + 1
         text = text_of(m)
-        detail: dict[str, Any] = {}
-        if kind == "summary":
-            detail = summary_fields(text)
         res.items.append(PItem(
             id=f"~{derived_prefix}{kind}.{counters[kind]}", kind=kind, origin="derived",
             digest=content_digest(text), length=len(text), role=str(m.get("role")),
-            detail=detail,
+            sensitivity="secret" if has_secret(text) else None,
+            detail=derived_detail(kind, text),
         ))
         res.next_sources.append(Source(m, None, res.items[-1]))
         res.note(f"derived:{kind}")
@@ -279,66 +303,6 @@ def _by_calls(sources: Sequence[Source], used: set[int], ids: set[str]) -> int |
     return None
 
 
-def infer_drops(sources: Sequence[Source], match: Match, canon: CanonicalSession,
-                strategy: Sequence[str], output: Sequence[Any], *,
-                pair_repair: bool = True) -> list[Drop]:
-    """Canonical drop reasons for source items the output does not hold (inferred from
-    the legacy pipeline's steps named in ``strategy``; the legacy step is kept)."""
-    kept_ids = {it.id for it in match.items}
-    kept_texts = {(m.get("role"), content_digest(text_of(m)))
-                  for m in output if isinstance(m, Mapping)}
-    kinds = {it.kind for it in match.items if it.origin == "derived"}
-    steps = set(strategy)
-    by_id = canon.by_id
-    drops: list[Drop] = []
-    dup_ids: set[str] = set()
-    for s in sources:
-        if s.derived is not None:
-            if s.derived.id not in kept_ids:
-                drops.append(Drop(s.derived.id, "summarized" if "summary" in kinds else "unknown",
-                                  "summarize" if "summary" in kinds else None))
-            continue
-        for iid in canon.message_items.get(s.seq or 0, ()):
-            if iid in kept_ids:
-                continue
-            ci = by_id[iid]
-            text_key = (s.msg.get("role"), content_digest(text_of(s.msg)))
-            if ({"dedup", "deduplication"} & steps or not steps) and text_key in kept_texts:
-                legacy = "dedup"
-                dup_ids.add(iid)
-            elif pair_repair and (ci.detail.get("orphan") or (
-                    ci.tool_role and _partner_gone(ci, kept_ids, canon, dup_ids))):
-                legacy = "tool-pair-repair"
-            elif "collapse-marker" in kinds and ci.kind == "tool-evidence":
-                legacy = "collapse"
-            elif "summary" in kinds:
-                legacy = "summarize"
-            elif steps & {"truncate", "truncation", "snip"}:
-                legacy = "snip" if "snip" in steps and "truncate" not in steps else "truncate"
-            elif {"dedup", "deduplication"} & steps:
-                legacy = "dedup-similar"  # the legacy dedup is similarity-based
-            else:
-                legacy = "unknown"
-            drops.append(Drop(iid, LEGACY_TO_CANONICAL[legacy], legacy, _protected(ci)))
-    return drops
-
-
-def _partner_gone(ci: CanonItem, kept: set[str], canon: CanonicalSession,
-                  dup: set[str]) -> bool:
-    for other in canon.items:
-        if other.tool_call_id == ci.tool_call_id and other.item_id != ci.item_id and \
-                other.item_id not in kept:
-            return other.item_id in dup or other.tool_role == "call"
-    return False
-
-
-def _protected(ci: CanonItem) -> bool:
-    b = ci.binding
-    return bool(ci.pinned or (ci.kind == "system-policy" and ci.trust in ("host", "verified"))
-                or b.get("requiredForRecovery") or b.get("toolOutcome") in ("pending", "unknown")
-                or b.get("questionId") or b.get("approvalId"))
-
-
 def input_sources(canon: CanonicalSession, seqs: range | Sequence[int]) -> list[Source]:
     return [Source(msg=canon.messages[s], seq=s) for s in seqs]
 
@@ -351,31 +315,3 @@ def source_ids(sources: Sequence[Source], canon: CanonicalSession) -> tuple[str,
         else:
             out.extend(canon.message_items.get(s.seq or 0, ()))
     return tuple(out)
-
-
-def strategy_steps(strategy: Any) -> list[str]:
-    if not isinstance(strategy, str):
-        return []
-    return [p.strip() for p in re.split(r"[+,]", strategy) if p.strip() and p.strip() != "none"]
-
-
-COVER_REASON: Final = {"summary": "summarized", "collapse-marker": "collapsed"}
-
-
-def with_covers(match: Match, drops: Sequence[Drop], trust_of: Mapping[str, str]) -> None:
-    """Fill ``covers`` (and the least trust of what they replace) on derived items."""
-    from dataclasses import replace
-
-    order = ("host", "verified", "user", "external", "untrusted")
-    for kind, reason in COVER_REASON.items():
-        covered = tuple(sorted(d.id for d in drops if d.reason == reason))
-        ranks = [order.index(trust_of[c]) for c in covered if trust_of.get(c) in order]
-        trust = order[max(ranks)] if ranks else None
-        fresh: dict[str, PItem] = {}
-        for n, it in enumerate(match.items):
-            if it.origin == "derived" and it.kind == kind and not it.covers:
-                match.items[n] = fresh[it.id] = replace(it, covers=covered,
-                                                        trust=trust or it.trust)
-        for n, src in enumerate(match.next_sources):
-            if src.derived is not None and src.derived.id in fresh:
-                match.next_sources[n] = Source(src.msg, None, fresh[src.derived.id])

@@ -21,15 +21,8 @@ from typing import Any
 from shadow.canonical import Canon
 from shadow.fixtures import Capture
 from shadow.projection import Drop, Projection, ProviderOutcome
-from shadow.surfaces._messages import (
-    Source,
-    infer_drops,
-    input_sources,
-    match_messages,
-    source_ids,
-    strategy_steps,
-    with_covers,
-)
+from shadow.surfaces._drops import infer_drops, strategy_steps, with_covers
+from shadow.surfaces._messages import Source, input_sources, match_messages, source_ids
 
 StatsOf = Callable[[Mapping[str, Any]], tuple[str | None, Mapping[str, Any]]]
 
@@ -58,16 +51,21 @@ def project_chain(canon: Canon, capture: Capture, stats_of: StatsOf, *,
                   pair_repair: bool,
                   provider_of: Callable[[int, Mapping[str, Any] | None, Any], ProviderOutcome]
                   | None = None,
-                  rewrite: Any = None) -> Projection:
-    """Replay the capture's calls through the matcher; the last call's projection."""
+                  rewrite: Any = None, facts: Mapping[str, Any] | None = None) -> Projection:
+    """Replay the capture's calls through the matcher; the last call's projection.
+
+    ``facts`` (stated limits, documented order, provider calls that carried secrets) are
+    recorded on the projection for the claim checks."""
     session = canon.session
     assert session is not None
+    sens_of = {it.item_id: it.sensitivity for it in session.items}
     first, end = session.batches[0]
     sources: list[Source] = input_sources(session, range(first, end))
     offered = list(source_ids(sources, session))
     calls = calls_of(capture)
     trust_of = {it.item_id: it.trust for it in session.items}
     projection: Projection | None = None
+    earlier: dict[str, Drop] = {}  # items an earlier call dropped stay dropped
     for k, call in enumerate(calls):
         if k > 0 and k < len(session.batches):
             b0, b1 = session.batches[k]
@@ -91,24 +89,51 @@ def project_chain(canon: Canon, capture: Capture, stats_of: StatsOf, *,
         strategy, noise = stats_of(out)
         drops = infer_drops(sources, match, session, strategy_steps(strategy), messages,
                             pair_repair=pair_repair)
-        with_covers(match, drops, trust_of)
+        with_covers(match, drops, trust_of, sens_of)
+        kept_now = {it.id for it in match.items}
+        drops = [*drops, *(d for i, d in sorted(earlier.items()) if i not in kept_now
+                           and i not in {x.id for x in drops})]
+        earlier = {d.id: d for d in drops}
         projection = Projection(
             canon.name, capture.name, "baseline", input_ids=tuple(offered),
             items=tuple(match.items), dropped=tuple(sorted(drops, key=lambda d: d.id)),
             provider=provider, noise=dict(noise),
-            facts={"strategy": strategy_steps(strategy), "match": dict(sorted(
-                match.notes.items()))},
+            facts={**dict(facts or {}), "strategy": strategy_steps(strategy),
+                   "match": dict(sorted(match.notes.items()))},
         )
         sources = list(match.next_sources)
     assert projection is not None
     return projection
 
 
-def adapt(canon: Canon, capture: Capture) -> Projection:
+def cli_limits(capture: Capture) -> dict[str, Any]:
+    """The CLI compressor's stated limits: ``maxMessages`` as resolved for this run (the
+    capture's ``diagnostics.resolved_thresholds``; else an explicit constructor option;
+    else the documented non-adaptive default 20).  Truncation keeps the most recent."""
+    diag = capture.raw.get("diagnostics") if isinstance(capture.raw.get("diagnostics"),
+                                                        Mapping) else {}
+    res = diag.get("resolved_thresholds") if isinstance(diag.get("resolved_thresholds"),
+                                                        Mapping) else {}
+    ctor = capture.options.get("constructor") if isinstance(
+        capture.options.get("constructor"), Mapping) else {}
+    limit = res.get("maxMessages")
+    if not isinstance(limit, int):
+        limit = ctor.get("maxMessages")
+    if not isinstance(limit, int) and not (ctor.get("model") or ctor.get("provider")):
+        limit = 20
+    out: dict[str, Any] = {"order": "recency"}
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        out["messages"] = limit
+    return out
+
+
+def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None = None
+          ) -> Projection:
     ctor = capture.options.get("compress") if isinstance(
         capture.options.get("compress"), Mapping) else {}
     return project_chain(canon, capture, _cli_stats,
-                         pair_repair=bool(ctor.get("preserveToolPairs", False)))
+                         pair_repair=bool(ctor.get("preserveToolPairs", False)),
+                         facts={"limits": cli_limits(capture), "order": "pinned_block"})
 
 
 def drops_by_reason(drops: Sequence[Drop]) -> dict[str, int]:

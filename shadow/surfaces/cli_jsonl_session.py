@@ -27,14 +27,8 @@ from typing import Any
 from shadow.canonical import Canon
 from shadow.fixtures import Capture
 from shadow.projection import Projection
-from shadow.surfaces._messages import (
-    infer_drops,
-    input_sources,
-    match_messages,
-    source_ids,
-    strategy_steps,
-    with_covers,
-)
+from shadow.surfaces._drops import infer_drops, strategy_steps, with_covers
+from shadow.surfaces._messages import input_sources, match_messages, source_ids
 from shadow.surfaces.cli_compress import error_category
 
 WRITER = "legacy:jsonl-session-store"
@@ -52,7 +46,20 @@ def _events(out: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return events
 
 
-def adapt(canon: Canon, capture: Capture) -> Projection:
+def _source_limits(capture: Capture, siblings: Mapping[str, Capture] | None) -> dict[str, Any]:
+    """The stated limits of the compaction whose result this store persisted (the
+    capture's ``input_binding.compaction_source``, a sibling capture)."""
+    from shadow.surfaces.cli_compress import cli_limits
+
+    binding = capture.raw.get("input_binding") if isinstance(
+        capture.raw.get("input_binding"), Mapping) else {}
+    name = str(binding.get("compaction_source") or "cli.compress.json").split(".json")[0]
+    src = (siblings or {}).get(name.split(" ")[0])
+    return cli_limits(src) if src is not None else {}
+
+
+def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None = None
+          ) -> Projection:
     session = canon.session
     assert session is not None
     out = capture.output
@@ -76,7 +83,8 @@ def adapt(canon: Canon, capture: Capture) -> Projection:
     drops = [replace(d, reason="not_persisted", legacy_reason="not-persisted")
              if by_id.get(d.id) and by_id[d.id].role == "system"
              and not by_id[d.id].detail.get("prior") else d for d in drops]
-    with_covers(match, drops, {it.item_id: it.trust for it in session.items})
+    with_covers(match, drops, {it.item_id: it.trust for it in session.items},
+                {it.item_id: it.sensitivity for it in session.items})
     verify = out.get("verifySession") if isinstance(out.get("verifySession"), Mapping) else {}
     consistent = rebuilt == out.get("readVerifiedMessages") and (
         not written or _strip(last.get("messages")) == _strip(rebuilt))
@@ -89,6 +97,7 @@ def adapt(canon: Canon, capture: Capture) -> Projection:
         facts={"chain": str(verify.get("status") or "unknown"),
                "replay": "consistent" if consistent else "mismatch",
                "settlement": "ok" if not any(settlement) else "error",
+               "limits": _source_limits(capture, siblings), "order": "pinned_block",
                "match": dict(sorted(match.notes.items()))},
         noise={"events": len(_events(out)), "compacts": len(written)},
     )

@@ -17,7 +17,7 @@ from typing import Any
 from shadow.canonical import Canon
 from shadow.fixtures import Capture
 from shadow.projection import Projection, ProviderOutcome
-from shadow.recorded_provider import exchanges, truth_of
+from shadow.recorded_provider import exchanges, secret_calls, truth_of
 from shadow.surfaces.cli_compress import _cli_stats, project_chain
 
 
@@ -53,7 +53,12 @@ def _provider(canon: Canon, capture: Capture, k: int, out: Mapping[str, Any] | N
                            cancelled=False, truth=truth)
 
 
-def adapt(canon: Canon, capture: Capture) -> Projection:
+def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None = None
+          ) -> Projection:
+    facts: dict[str, Any] = {"order": "pinned_block"}
+    sent = secret_calls(canon.doc, capture.surface, capture.entry)
+    if sent:
+        facts["sent_secrets"] = sent
     return project_chain(
         canon, capture, _cli_stats, pair_repair=True,
-        provider_of=lambda k, out, err: _provider(canon, capture, k, out, err))
+        provider_of=lambda k, out, err: _provider(canon, capture, k, out, err), facts=facts)

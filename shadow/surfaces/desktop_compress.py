@@ -21,7 +21,7 @@ from typing import Any
 from shadow.canonical import Canon
 from shadow.fixtures import Capture
 from shadow.projection import Projection, ProviderOutcome
-from shadow.recorded_provider import exchanges, truth_of
+from shadow.recorded_provider import exchanges, secret_calls, truth_of
 from shadow.surfaces.cli_compress import project_chain
 
 ENTRY = "desktop-app-vue/src/main/llm/prompt-compressor.js#PromptCompressor.compress"
@@ -52,9 +52,29 @@ def _provider(canon: Canon, capture: Capture, k: int, out: Mapping[str, Any] | N
                            recorded=min(n, k + 1), degraded=None, usage=None, truth=truth)
 
 
-def adapt(canon: Canon, capture: Capture) -> Projection:
+def limits(capture: Capture) -> dict[str, Any]:
+    """Desktop's stated limits: ``maxHistoryMessages`` (default 10) for the recency cut,
+    ``maxTotalTokens`` (default 4000) for summarization."""
+    ctor = capture.options.get("constructor") if isinstance(
+        capture.options.get("constructor"), Mapping) else {}
+    msgs, tokens = ctor.get("maxHistoryMessages") or 10, ctor.get("maxTotalTokens") or 4000
+    out: dict[str, Any] = {"order": "recency"}
+    if isinstance(msgs, int) and not isinstance(msgs, bool):
+        out["messages"] = msgs
+    if isinstance(tokens, int) and not isinstance(tokens, bool):
+        out["tokens"] = tokens
+    return out
+
+
+def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None = None
+          ) -> Projection:
     provider_of = None
+    facts: dict[str, Any] = {"limits": limits(capture)}
     if _configured(capture):
         def provider_of(k: int, out: Mapping[str, Any] | None, err: Any) -> ProviderOutcome:
             return _provider(canon, capture, k, out, err)
-    return project_chain(canon, capture, _stats, pair_repair=False, provider_of=provider_of)
+        sent = secret_calls(canon.doc, "desktop", ENTRY)
+        if sent:
+            facts["sent_secrets"] = sent
+    return project_chain(canon, capture, _stats, pair_repair=False, provider_of=provider_of,
+                         facts=facts)

@@ -36,5 +36,6 @@ def _cleaned(m: Mapping[str, Any], sources: Sequence[Source], used: set[int]
     return None
 
 
-def adapt(canon: Canon, capture: Capture) -> Projection:
+def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None = None
+          ) -> Projection:
     return project_chain(canon, capture, _stats, pair_repair=False, rewrite=_cleaned)

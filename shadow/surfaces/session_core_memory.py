@@ -18,15 +18,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shadow.canonical import Canon, record_id
+from shadow.canonical import Canon, has_secret, record_id
+from shadow.divergence.provenance import sketch
 from shadow.fixtures import Capture
 from shadow.projection import MemOp, MemoryProjection, MemRecord, Projection, content_digest
+from shadow.recorded_provider import _strings, facts_truth
 from shadow.surfaces.cli_compress import error_category
 
 
 class _State:
-    def __init__(self, scenario: str) -> None:
+    def __init__(self, scenario: str, exchanges: list[Mapping[str, Any]] | None = None) -> None:
         self.scenario = scenario
+        self.exchanges = list(exchanges or ())  # recorded summariser calls, in order
+        self.llm_calls = 0
+        self.text: dict[str, str] = {}  # identity -> what the legacy scorer matches (memory only)
         self.ids: dict[str, str] = {}  # legacy id -> identity
         self.recs: dict[str, dict[str, Any]] = {}  # identity -> record facts
         self.order: list[str] = []
@@ -40,9 +45,15 @@ class _State:
     def put(self, ident: str, rec: Mapping[str, Any], state: str = "active") -> None:
         if ident not in self.recs:
             self.order.append(ident)
+        content = str(rec.get("content"))
+        tags = rec.get("tags") if isinstance(rec.get("tags"), list) else []
+        self.text[ident] = " ".join([content, " ".join(map(str, tags)),
+                                     str(rec.get("category") or "")]).lower()
         self.recs[ident] = {"scope": rec.get("scope"), "scope_id": rec.get("scopeId"),
-                            "state": state, "digest": content_digest(str(rec.get("content"))),
-                            "category": rec.get("category"), "history": [rec.get("scope")]}
+                            "state": state, "digest": content_digest(content),
+                            "category": rec.get("category"), "history": [rec.get("scope")],
+                            "shingles": tuple(sketch(content)),
+                            "content_sensitivity": "secret" if has_secret(content) else None}
 
 
 def _returned(st: _State, result: Any) -> tuple[str, ...]:
@@ -65,6 +76,8 @@ def _op(st: _State, raw: Mapping[str, Any]) -> MemOp:
     op = str(raw.get("op"))
     result, error = raw.get("result"), raw.get("error")
     args = raw.get("args")
+    if op == "consolidate":
+        return _consolidate(st, i, op, args, result, error)
     if error is not None:
         return MemOp(i, op, "error", error=error_category(error))
     if op == "add" and isinstance(result, Mapping):
@@ -103,43 +116,86 @@ def _op(st: _State, raw: Mapping[str, Any]) -> MemOp:
         return MemOp(i, op, "ok", deleted=tuple(hit),
                      detail={"receipt": result, "selector": {"scope": scope, "scope_id": sid}})
     if op in ("recall", "list", "get"):
-        sel = {}
+        sel: dict[str, Any] = {}
         if isinstance(args, Mapping) and op != "get":
             sel = {"selector": {"scope": args.get("scope"), "scope_id": args.get("scopeId")}}
-        return MemOp(i, op, "ok", returned=_returned(st, result), detail=sel)
+        returned = _returned(st, result)
+        if op == "recall" and isinstance(args, Mapping):
+            # the legacy's own relevance rule: a query token occurs in content, tags or
+            # category; a record returned without one is not a recall hit
+            query = [t for t in str(args.get("query") or "").lower().split() if t]
+            bad = [r for r in returned if query and r in st.text
+                   and not any(t in st.text[r] for t in query)]
+            if bad:
+                sel["irrelevant"] = bad
+        return MemOp(i, op, "ok", returned=returned, detail=sel)
     if op == "trace.record" and isinstance(result, Mapping):
         payload = result.get("payload") if isinstance(result.get("payload"), Mapping) else {}
         text = payload.get("content") or payload.get("summary") or payload.get("message") or ""
         st.traces.append((int(result.get("seq") or 0), str(text)))
         return MemOp(i, op, "ok")
-    if op == "consolidate" and isinstance(result, Mapping):
-        created = []
-        for j, rec in enumerate(result.get("written") or ()):
-            if not isinstance(rec, Mapping):
-                continue
-            ident = _fact_id(st, i, str(rec.get("content") or ""), j)
-            st.ids[str(rec.get("id"))] = ident
-            st.put(ident, rec)
-            created.append(ident)
-        return MemOp(i, op, "ok", created=tuple(created),
-                     detail={"source_scope": "session", "scope": result.get("scope")})
     if op == "stats" and isinstance(result, Mapping):
         counts = {k: v for k, v in result.items() if k != "total"}
         return MemOp(i, op, "ok", detail={"counts": counts})
     return MemOp(i, op, "ok")
 
 
-def adapt(canon: Canon, capture: Capture) -> Projection:
+def _summarizer(st: _State, index: int, args: Any, result: Any) -> dict[str, Any] | None:
+    """The recorded summariser exchange of an LLM consolidation (``useLLM``): what the
+    recording says, whether the legacy marked its result degraded, whether the request
+    carried secret material.  Exchanges pair with LLM consolidations in order (or by an
+    exchange's own ``op`` index)."""
+    opts = args[1] if isinstance(args, list) and len(args) > 1 and isinstance(
+        args[1], Mapping) else {}
+    if opts.get("useLLM") is not True:
+        return None
+    ex = next((e for e in st.exchanges if e.get("op") == index), None)
+    if ex is None:
+        ex = st.exchanges[st.llm_calls] if st.llm_calls < len(st.exchanges) else None
+    st.llm_calls += 1
+    if ex is None:
+        return {"truth": "unrecorded", "degraded": None}
+    res = result if isinstance(result, Mapping) else {}
+    marks = [res.get("degraded")] + [
+        (w.get("metadata") or {}).get("degraded") for w in res.get("written") or ()
+        if isinstance(w, Mapping) and isinstance(w.get("metadata"), Mapping)]
+    return {"truth": facts_truth(ex), "degraded": any(m is True for m in marks),
+            "sent_secret": any(has_secret(t) for t in _strings(ex.get("request")))}
+
+
+def _consolidate(st: _State, i: int, op: str, args: Any, result: Any, error: Any) -> MemOp:
+    summ = _summarizer(st, i, args, result)
+    extra: dict[str, Any] = {"summarizer": summ} if summ is not None else {}
+    if error is not None:
+        return MemOp(i, op, "error", error=error_category(error), detail=extra)
+    if not isinstance(result, Mapping):
+        return MemOp(i, op, "ok", detail=extra)
+    created = []
+    for j, rec in enumerate(result.get("written") or ()):
+        if not isinstance(rec, Mapping):
+            continue
+        ident = _fact_id(st, i, str(rec.get("content") or ""), j)
+        st.ids[str(rec.get("id"))] = ident
+        st.put(ident, rec)
+        created.append(ident)
+    return MemOp(i, op, "ok", created=tuple(created),
+                 detail={"source_scope": "session", "scope": result.get("scope"), **extra})
+
+
+def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None = None
+          ) -> Projection:
     out = capture.output
     if capture.error is not None or not isinstance(out, Mapping):
         return Projection(canon.name, capture.name, "baseline", status="error",
                           error=error_category(capture.error))
-    st = _State(canon.name)
+    st = _State(canon.name, [r for r in canon.doc.get("provider_responses") or ()
+                             if isinstance(r, Mapping) and r.get("surface") == capture.surface])
     ops = tuple(_op(st, raw) for raw in out.get("ops") or () if isinstance(raw, Mapping))
     records = tuple(
         MemRecord(id=k, scope=str(st.recs[k]["scope"]), scope_id=st.recs[k]["scope_id"],
                   state=st.recs[k]["state"], sensitivity=None, digest=st.recs[k]["digest"],
-                  category=st.recs[k]["category"])
+                  category=st.recs[k]["category"], shingles=st.recs[k]["shingles"],
+                  content_sensitivity=st.recs[k]["content_sensitivity"])
         for k in st.order)
     history = {k: st.recs[k]["history"] for k in st.order if len(set(st.recs[k]["history"])) > 1}
     return Projection(canon.name, capture.name, "baseline",
