@@ -28,6 +28,7 @@ from kernel.tokens import cjk_estimate
 from shadow import memory_candidate
 from shadow.boundary import load_path
 from shadow.canonical import Canon, CanonItem, scope_id_of
+from shadow.divergence.provenance import text_sketches
 from shadow.errors import InputError, SideEffectError
 from shadow.fixtures import Capture
 from shadow.projection import (
@@ -41,7 +42,7 @@ from shadow.projection import (
     from_wire,
 )
 from shadow.recorded_provider import parse_summary, recorded_answer
-from shadow.surfaces._messages import summary_fields
+from shadow.surfaces._messages import summary_doc, summary_fields
 
 CANDIDATE_SCHEMA: Final = "shadow-candidate/v1"
 PlanFn = Callable[[Mapping[str, Any]], dict[str, Any]]
@@ -171,7 +172,9 @@ class KernelCandidate:
         provider = _ProviderLog()
         side: list[SideEffect] = []
         kept: list[_Work] = []
-        drops: list[Drop] = []
+        drops: dict[str, Drop] = {}  # every call's drops; a later call's verdict wins
+        facts: dict[str, Any] = {"limits": {"tokens": policy.window - policy.reserved
+                                            - policy.safety}}
         for k in range(ncalls):
             if k > 0 and k < len(session.batches):
                 b0, b1 = session.batches[k]
@@ -180,20 +183,27 @@ class KernelCandidate:
                 offered += [w.pid for w in extra]
             prefix = f"c{k + 1}." if k < ncalls - 1 else ""
             try:
-                kept, drops = self._step(canon, policy, work, prefix, provider, side)
+                kept, step_drops = self._step(canon, policy, work, prefix, provider, side)
             except KernelError as exc:
                 return Projection(canon.name, capture.name, "candidate", status="error",
                                   error=getattr(exc, "code", type(exc).__name__),
                                   input_ids=tuple(offered), side_effects=tuple(side),
-                                  provider=provider.outcome(policy))
+                                  provider=provider.outcome(policy),
+                                  facts={**facts, **_error_detail(exc, provider)})
             except _Aborted:
                 return Projection(canon.name, capture.name, "candidate", status="error",
                                   error="aborted", input_ids=tuple(offered),
-                                  side_effects=tuple(side), provider=provider.outcome(policy))
+                                  side_effects=tuple(side), provider=provider.outcome(policy),
+                                  facts={**facts, **provider.facts()})
+            drops.update((d.id, d) for d in step_drops)
+        kept_ids = {w.pid for w in kept}
         return Projection(
             canon.name, capture.name, "candidate", input_ids=tuple(offered),
-            items=tuple(w.item for w in kept), dropped=tuple(sorted(drops, key=lambda d: d.id)),
+            items=tuple(w.item for w in kept),
+            dropped=tuple(sorted((d for i, d in drops.items() if i not in kept_ids),
+                                 key=lambda d: d.id)),
             provider=provider.outcome(policy), side_effects=tuple(side),
+            facts={**facts, **provider.facts()},
             noise={"selectedTokens": sum(int(w.wire["tokenEstimate"]) for w in kept)},
         )
 
@@ -234,6 +244,7 @@ class KernelCandidate:
         surface, entry = policy.summarize
         call = provider.requests + 1
         provider.requests += 1
+        provider.inputs.extend(w.pid for w in budget_dropped)
         try:
             answer = recorded_answer(canon.doc, surface, entry, call, self._recordings)
         except SideEffectError:
@@ -247,15 +258,21 @@ class KernelCandidate:
             if answer.truth == "cancelled":
                 provider.note("aborted", cancelled=True, usage="none")
                 raise _Aborted
-            if answer.truth == "no-usage":
+            if answer.truth == "no-usage" or (answer.truth == "error" and answer.outcome_unknown):
+                # §8.2/§17: an unsettled or unknown outcome is reconciled, never committed
                 provider.note("reconciliation_required", degraded=False, usage="unknown")
                 return sorted(work, key=lambda w: w.order), []  # nothing is committed
-            if answer.truth == "ok":
+            handoff = parse_summary(answer.content) if answer.truth == "ok" else None
+            if handoff is not None:
                 provider.note("committed", degraded=False, usage="known")
-                text = json.dumps(parse_summary(answer.content), ensure_ascii=False)
+                text = json.dumps(handoff, ensure_ascii=False)
                 fallback = False
             else:  # invalid answer or provider failure: deterministic fallback, degraded
-                reason = "invalid_summary" if answer.truth == "invalid" else "provider_failed"
+                if answer.truth == "error":
+                    reason = "provider_not_reached" if answer.not_sent else "provider_failed"
+                else:
+                    problem, _detail = answer.problem
+                    reason = f"invalid_summary:{problem or 'invalid'}"
                 provider.note("degraded", degraded=True, reason=reason,
                               usage="known" if answer.usage else "none")
                 text, fallback = _fallback_text(budget_dropped), True
@@ -290,7 +307,7 @@ class KernelCandidate:
                                               and not by_id[d.id].detail.get("prior"))]
         return replace(src, surface=capture.name, items=tuple(kept),
                        dropped=tuple(sorted(dropped, key=lambda d: d.id)),
-                       facts={"chain": "verified", "replay": "consistent"})
+                       facts={**dict(src.facts), "chain": "verified", "replay": "consistent"})
 
     # -- IDE context center --------------------------------------------------------------
     def _ide(self, canon: Canon, capture: Capture) -> Projection:
@@ -307,19 +324,21 @@ class KernelCandidate:
                 work.append(replace(w, wire={**w.wire, "priority": len(ide.all_ids) - ci.seq}))
         policy = _Policy(max(1, ide.budget), 0, 0, profile="ide/context-center",
                          sink="provider.ide")
+        facts: dict[str, Any] = {"order": "priority", "limits": {"tokens": max(1, ide.budget)}}
         try:
             plan = self._plan(self._request(canon, policy, work))
         except KernelError as exc:
             return Projection(canon.name, capture.name, "candidate", status="error",
                               error=getattr(exc, "code", type(exc).__name__),
-                              input_ids=ide.all_ids, dropped=tuple(drops))
+                              input_ids=ide.all_ids, dropped=tuple(drops),
+                              facts={**facts, **_error_detail(exc, None)})
         by_pid = {w.wire["itemId"]: w for w in work}
         items = tuple(by_pid[i].item for i in plan["selectedItemIds"])
         drops += [Drop(d["itemId"], str(d["reason"]), None, bool(d.get("protected")))
                   for d in plan["dropped"]]
         return Projection(canon.name, capture.name, "candidate", input_ids=ide.all_ids,
                           items=items, dropped=tuple(sorted(drops, key=lambda d: d.id)),
-                          noise={"selectedTokens": plan.get("selectedTokens")})
+                          facts=facts, noise={"selectedTokens": plan.get("selectedTokens")})
 
 
 class _Aborted(Exception):
@@ -336,6 +355,10 @@ class _ProviderLog:
         self.reason: str | None = None
         self.usage: str | None = None
         self.cancelled = False
+        self.inputs: list[str] = []  # ids handed to the summarizer (the provider sink)
+
+    def facts(self) -> dict[str, Any]:
+        return {"provider_inputs": sorted(set(self.inputs))} if self.inputs else {}
 
     def note(self, status: str, *, degraded: bool | None = None, reason: str | None = None,
              usage: str | None = None, cancelled: bool = False) -> None:
@@ -350,6 +373,18 @@ class _ProviderLog:
                                recorded=self.recorded, degraded=self.degraded,
                                degraded_reason=self.reason, usage=self.usage,
                                cancelled=self.cancelled, truth=self.truth)
+
+
+_ERROR_DETAIL_KEYS: Final = ("protectedItemIds", "requiredTokens", "selectableBudget",
+                              "inputBudget", "usedTokens")
+
+
+def _error_detail(exc: KernelError, provider: _ProviderLog | None) -> dict[str, Any]:
+    """Ids and counts of a refusal (never a message body), for the report."""
+    raw = getattr(exc, "details", None)
+    detail = {k: raw[k] for k in _ERROR_DETAIL_KEYS if isinstance(raw, Mapping) and k in raw}
+    out: dict[str, Any] = {"error_detail": detail} if detail else {}
+    return {**out, **(provider.facts() if provider is not None else {})}
 
 
 def _from_canon(ci: CanonItem, scope_id: str) -> _Work:
@@ -390,6 +425,9 @@ def _summary_work(canon: Canon, prefix: str, text: str, covered: Sequence[_Work]
         "createdAt": "2026-08-20T12:00:00.000Z", "content": text,
     }
     fields = {"format": "fallback", "length": len(text)} if fallback else summary_fields(text)
+    sk = {} if fallback else text_sketches(text, summary_doc(text)[1])
+    if sk:
+        fields = {**fields, "shingles": sk}
     item = PItem(id=pid, kind="summary", origin="derived", digest=content_digest(text),
                  length=len(text), trust=trust, sensitivity=sens, detail=fields)
     return _Work(pid, wire, (first[0], first[1] - 1), item)
@@ -418,11 +456,15 @@ class RecordedCandidate:
     def project(self, canon: Canon, capture: Capture,
                 siblings: Mapping[str, Capture]) -> Projection:
         path = self.root / canon.name / f"{capture.name}.projection.json"
-        if not path.is_file():
-            return Projection(canon.name, capture.name, "candidate", status="error",
-                              error="not_recorded")
+        if not path.is_file():  # an incomplete recording is refused, never judged GO
+            raise InputError(path, "", "a recorded projection for every judged fixture and "
+                             "surface (record it with --record-candidate)", "no such file")
         p = from_wire(load_path(path), str(path))
-        return replace(p, fixture=canon.name, surface=capture.name, producer="candidate")
+        if p.fixture != canon.name or p.surface != capture.name:
+            raise InputError(path, "/fixture" if p.fixture != canon.name else "/surface",
+                             f"{canon.name} / {capture.name}",
+                             f"{p.fixture} / {p.surface}")
+        return replace(p, producer="candidate")
 
 
 def write_recorded(root: Path | str, identity: Mapping[str, Any],

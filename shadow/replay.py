@@ -22,7 +22,8 @@ from shadow.candidate import Candidate
 from shadow.canonical import canonicalize
 from shadow.divergence import Divergence, Violation, make
 from shadow.divergence.compare import compare
-from shadow.divergence.invariants import check
+from shadow.divergence.invariants import Assessment, assess, source_index
+from shadow.errors import InputError
 from shadow.fixtures import Scenario
 from shadow.projection import Projection
 from shadow.surfaces import TWINS, adapter_for
@@ -60,10 +61,11 @@ def replay_fixture(scenario: Scenario, candidate: Candidate,
     fx = scenario.name
     canon = canonicalize(fx, scenario.input)
     siblings = {c.name: c for c in scenario.captures}
+    index = source_index(canon)
     divs: list[Divergence] = []
     defects: list[Divergence] = []
     cand_out: list[Projection] = []
-    baselines: dict[str, tuple[Projection, list[Violation]]] = {}
+    baselines: dict[str, tuple[Projection, Assessment]] = {}
     comparisons = 0
     cases: list[str] = []
     for cap in scenario.captures:
@@ -73,19 +75,23 @@ def replay_fixture(scenario: Scenario, candidate: Candidate,
         adapter = adapter_for(cap.name)
         if adapter is None:
             divs.append(make(fx, cap.name, "unclassified", "none", (),
-                             {"problem": "no surface adapter for this capture"}))
+                             {"problem": "no surface adapter for this capture",
+                              "attribution_reason": "no adapter reads this capture"}))
             continue
         try:
-            b = adapter(canon, cap)
+            b = adapter(canon, cap, siblings)
         except Exception as exc:  # an output shape no adapter rule explains: a finding
             divs.append(make(fx, cap.name, "unclassified", "none", (),
-                             {"problem": "surface adapter failed", "error": type(exc).__name__}))
+                             {"problem": "surface adapter failed", "error": type(exc).__name__,
+                              "attribution_reason": "the capture's shape is unexplained"}))
             continue
-        vb = check(b, canon)
-        baselines[cap.name] = (b, vb)
-        defects += _as_divs(fx, cap.name, vb, "baseline")
+        sb = assess(b, canon, index)
+        baselines[cap.name] = (b, sb)
+        defects += _as_divs(fx, cap.name, sb.violations, "baseline")
         try:
             a = candidate.project(canon, cap, siblings)
+        except InputError:
+            raise  # a malformed or incomplete recorded candidate: refused (exit 2)
         except Exception as exc:  # a candidate crash is a finding, never a harness crash
             divs.append(make(fx, cap.name, "candidate.unavailable", "candidate", (),
                              {"error": type(exc).__name__}))
@@ -95,14 +101,16 @@ def replay_fixture(scenario: Scenario, candidate: Candidate,
             divs.append(make(fx, cap.name, "candidate.unavailable", "candidate", (),
                              {"error": "not_recorded"}))
             continue
-        va = check(a, canon, candidate=True)
-        divs += _as_divs(fx, cap.name, va, "candidate")
-        divs += compare(a, b, va, vb)
+        sa = assess(a, canon, index, candidate=True)
+        divs += _as_divs(fx, cap.name, sa.violations, "candidate")
+        divs += compare(a, b, sa.violations, sb.violations, claims_a=sa.claims,
+                        claims_b=sb.claims)
         comparisons += 1
     for x, y in TWINS:
         if x in baselines and y in baselines:
-            (bx, vx), (by, vy) = baselines[x], baselines[y]
-            divs += compare(bx, by, vx, vy, surface=f"{x}~{y}", twin=True)
+            (bx, sx), (by, sy) = baselines[x], baselines[y]
+            divs += compare(bx, by, sx.violations, sy.violations, surface=f"{x}~{y}",
+                            twin=True, claims_a=sx.claims, claims_b=sy.claims)
             comparisons += 1
             cases.append(f"{x}~{y}")
     return FixtureResult(fx, comparisons, tuple(sorted(divs, key=lambda d: d.sort_key)),
