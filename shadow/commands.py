@@ -14,7 +14,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = execute(RunOptions(
         fixtures=args.fixtures, out=args.out, recordings=args.recordings, phase=args.phase,
         surfaces=tuple(args.surface or ()), candidate=args.candidate,
-        record_candidate=args.record_candidate, waivers=args.waivers, jobs=args.jobs,
+        record_candidate=args.record_candidate, waivers=args.waivers,
+        intended=args.intended, jobs=args.jobs,
         policy=args.policy, inventory=args.inventory, attach=tuple(args.attach or ()),
         previous=args.previous, determinism=not args.skip_determinism,
         progress=TerminalProgress(),
@@ -33,7 +34,8 @@ def cmd_codes(args: argparse.Namespace) -> int:
         print(json.dumps(codes.registry_json(), indent=1, ensure_ascii=False))
     else:
         for c in codes.codes():
-            print(f"{c.code:32s} {c.severity:8s} {'NO-GO' if c.nogo else '':5s} {c.meaning}")
+            flag = "NO-GO" if c.nogo else "prot." if c.protection else ""
+            print(f"{c.code:32s} {c.severity:8s} {flag:5s} {c.meaning}")
     return 0
 
 
@@ -84,6 +86,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     r.add_argument("--record-candidate", default=None, metavar="DIR",
                    help="also write the candidate's projections to DIR")
     r.add_argument("--waivers", default=None, metavar="FILE")
+    r.add_argument("--intended", default=None, metavar="FILE",
+                   help="intended-difference rules (default: the bundled "
+                        "shadow/policy/intended-differences.v1.json)")
     r.add_argument("--jobs", type=int, default=1, help="worker processes for the map step")
     r.add_argument("--policy", default=None, metavar="FILE",
                    help="gate policy (default: shadow/policy/gate-policy.v1.json)")

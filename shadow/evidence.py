@@ -6,7 +6,8 @@ macOS must all pass.  Every ``shadow run`` therefore writes, beside ``report.jso
 
     {"schema": "shadow-evidence/v1",
      "identity": {"commit", "package_version", "corpus_digest", "recordings_digest",
-                  "policy_version", "candidate_digest", "waivers_digest", "surfaces"},
+                  "policy_version", "candidate_digest", "waivers_digest", "intended_digest",
+                  "surfaces"},
      "identity_digest": "sha256:…",          # what "the same candidate" means
      "environment": {"platform": "linux|windows|macos", "python", "implementation",
                      "machine", "dirty"},      # not part of the identity
@@ -151,7 +152,8 @@ def top_surface(surface: str) -> str:
 
 
 def case_summaries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One entry per fixture × surface: worst unwaived severity and code counts."""
+    """One entry per fixture × surface: the worst unwaived severity of what counts against
+    the candidate (``codes.counts_against_candidate``), every severity and code count."""
     by_case: dict[tuple[str, str], list[Mapping[str, Any]]] = {
         (c["fixture"], c["surface"]): [] for c in report.get("cases", [])}
     for d in report.get("divergences", []):
@@ -159,7 +161,10 @@ def case_summaries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     out = []
     for (fx, sf), divs in sorted(by_case.items()):
         sev = Counter(d["severity"] for d in divs)
-        worst = min(sev, key=codes.severity_rank) if sev else "clean"
+        # the one failure rule: only what counts against the candidate can fail a case
+        against = [d["severity"] for d in divs
+                   if codes.counts_against_candidate(str(d.get("attribution")))]
+        worst = min(against, key=codes.severity_rank) if against else "clean"
         nogo = sorted({d["reason_code"] for d in divs if d["severity"] == "blocking"
                        and d["reason_code"] in codes.NOGO_CODES
                        and d.get("attribution") in ("candidate", "both")})
@@ -252,6 +257,7 @@ class EvidenceInputs:
     inventory: str | None
     inactive_stages: tuple[str, ...]
     attachments: tuple[Path, ...] = ()
+    intended: Path | None = None
     rerun_digest: Callable[[], str] | None = None  # determinism: replay again, digest
     first_digest: str | None = None
     check_schemas: bool = True
@@ -269,6 +275,7 @@ def collect(inp: EvidenceInputs) -> dict[str, Any]:
         "policy_version": inp.policy_version,
         "candidate_digest": digest({k: v for k, v in cand.items() if k != "corpus_digest"}),
         "waivers_digest": file_digest(inp.waivers) if inp.waivers else "none",
+        "intended_digest": file_digest(inp.intended) if inp.intended else "none",
         "surfaces": list(cand.get("surfaces", [])),
     }
     checks: dict[str, Any] = {}
@@ -308,6 +315,7 @@ def collect(inp: EvidenceInputs) -> dict[str, Any]:
         "cases": cases,
         "surfaces": surface_summaries(cases),
         "waivers": report.get("waivers", {}),
+        "intended": report.get("intended", {}),
         "checks": dict(sorted(checks.items())),
         "inventory": inv_summary,
         "attachments": [read_junit(p) for p in inp.attachments],
@@ -339,6 +347,7 @@ class RunSetup:
     recordings: Path | None
     waivers: Path | None
     previous: Mapping[str, Any] | None
+    intended: Path | None = None
 
 
 def prepare(opts: Any, policy: Any) -> RunSetup:
@@ -354,10 +363,14 @@ def prepare(opts: Any, policy: Any) -> RunSetup:
     # without --recordings the provider answers come from the captures (corpus digest)
     recordings = Path(opts.recordings) if opts.recordings is not None else None
     previous = reports.load_report(opts.previous) if opts.previous else None
+    from shadow import intended
+
+    rules_file = Path(opts.intended) if getattr(opts, "intended", None) else \
+        intended.DEFAULT_PATH
     return RunSetup(policy.version, tuple(policy.inactive_stages),
                     opts.inventory or _resolve_default(policy.inventory_default),
                     attachments, recordings, Path(opts.waivers) if opts.waivers else None,
-                    previous)
+                    previous, rules_file)
 
 
 def replay_digest(results: Sequence[Any]) -> str:
@@ -376,6 +389,7 @@ def for_run(setup: RunSetup, report: Mapping[str, Any], results: Sequence[Any],
         report=report, policy_version=setup.policy_version, recordings=setup.recordings,
         waivers=setup.waivers, inventory=setup.inventory,
         inactive_stages=setup.inactive_stages, attachments=setup.attachments,
+        intended=setup.intended,
         rerun_digest=(lambda: replay_digest(rerun())) if rerun is not None else None,
         first_digest=replay_digest(results)))
 

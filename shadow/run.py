@@ -11,6 +11,8 @@
                       "item_ids", "detail"}],
      "legacy_defects": [...same shape...],
      "waivers": {"applied": [...], "expired": [...], "unused": [...]},
+     "intended": {"applied": [...], "unused": [...], "overdue": [...]},
+     "attribution": {"by_attribution": {attribution: n}, "none_reasons": {reason: n}},
      "generated_at": ISO-8601 UTC}
 
 Beside it the run writes ``evidence.json`` (:mod:`shadow.evidence`) and the rendered
@@ -33,7 +35,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from shadow import candidate as cand_mod
+from shadow import codes as codes_mod
 from shadow import evidence as evidence_mod
+from shadow import intended as intended_mod
 from shadow import reports
 from shadow import waivers as waiver_mod
 from shadow.divergence import Divergence, make
@@ -56,6 +60,7 @@ class RunOptions:
     candidate: str = "kernel"
     record_candidate: str | None = None
     waivers: str | None = None
+    intended: str | None = None  # intended-difference rules (default: the bundled file)
     jobs: int = 1
     now: dt.datetime | None = None  # injectable clock (tests)
     policy: str | None = None  # gate policy file (default: the bundled one)
@@ -95,7 +100,27 @@ def _quarantine(errors: Sequence[Any]) -> list[Divergence]:
         fixture, _, file = src.partition("/")
         out.append(make(fixture, file or src, "fixture.invalid", "none", (),
                         {"pointer": getattr(e, "pointer", ""),
-                         "expected": getattr(e, "expected", ""), "got": getattr(e, "got", "")}))
+                         "expected": getattr(e, "expected", ""), "got": getattr(e, "got", ""),
+                         "attribution_reason": "the fixture is quarantined: nothing to judge"}))
+    return out
+
+
+def apply_intended(divs: Sequence[Divergence], rules: Sequence[intended_mod.Rule]
+                   ) -> list[Divergence]:
+    """Turn an unexplained (``none``) divergence a reviewed rule covers into ``intended``."""
+    from dataclasses import replace
+
+    out = []
+    for d in divs:
+        rule = None if d.attribution != "none" else intended_mod.match(
+            rules, d.reason_code, d.fixture, d.surface, d.detail, d.severity)
+        if rule is None:
+            out.append(d)
+            continue
+        detail = {k: v for k, v in d.detail.items() if k != "attribution_reason"}
+        detail.update(intended_rule=rule.id, attribution_basis=[f"intended:{rule.id}"],
+                      design=rule.design)
+        out.append(replace(d, attribution="intended", detail=detail))
     return out
 
 
@@ -106,6 +131,7 @@ def execute(opts: RunOptions) -> RunResult:
     if opts.recordings is not None and not Path(opts.recordings).is_dir():
         raise InputError(opts.recordings, "", "a recordings folder", "no such folder")
     waiver_list = waiver_mod.load(opts.waivers) if opts.waivers else []
+    rules = intended_mod.load(opts.intended)
     policy = policy_mod.load(opts.policy)
     setup = evidence_mod.prepare(opts, policy)  # bad --inventory/--attach/--previous: exit 2
     root = _fixtures_root(opts.fixtures)
@@ -113,6 +139,7 @@ def execute(opts: RunOptions) -> RunResult:
     candidate = cand_mod.make_candidate(opts.candidate, opts.recordings)
     results = replay_all(corpus.scenarios, candidate, opts.surfaces, opts.jobs, opts.progress)
     divs, defects, comparisons, projections = reduce_results(results)
+    divs = apply_intended(divs, rules)
     divs = sorted([*divs, *_quarantine(corpus.quarantined)], key=lambda d: d.sort_key)
     now = opts.now or dt.datetime.now(dt.UTC)
     outcome = waiver_mod.apply(divs, waiver_list, now.date())
@@ -138,6 +165,8 @@ def execute(opts: RunOptions) -> RunResult:
         "divergences": [d.to_wire() for d in kept],
         "legacy_defects": [d.to_wire() for d in defects],
         "waivers": dict(outcome.report),
+        "intended": intended_mod.usage_report(rules, [d.to_wire() for d in kept], now.date()),
+        "attribution": attribution_counts(kept),
         "generated_at": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     out = Path(opts.out)
@@ -159,6 +188,17 @@ def execute(opts: RunOptions) -> RunResult:
         *(f"report: {p}" for p in paths),
     )
     return RunResult(verdict, path, report, lines, paths, evidence)
+
+
+def attribution_counts(divs: Sequence[Divergence]) -> dict[str, Any]:
+    """Divergences per attribution, and the stated reasons of the unexplained ones."""
+    from collections import Counter
+
+    by = Counter(d.attribution for d in divs)
+    reasons = Counter(str(d.detail.get("attribution_reason", "")) for d in divs
+                      if d.attribution == "none")
+    return {"by_attribution": {a: by.get(a, 0) for a in codes_mod.ATTRIBUTIONS},
+            "none_reasons": dict(sorted(reasons.items()))}
 
 
 def render(report: dict[str, Any]) -> str:

@@ -30,7 +30,8 @@ from shadow.gates.stats import wilson_upper
 
 GATE_SCHEMA = "shadow-gate/v1"
 _IDENTITY_FIELDS = ("commit", "package_version", "corpus_digest", "recordings_digest",
-                    "policy_version", "candidate_digest", "waivers_digest", "surfaces")
+                    "policy_version", "candidate_digest", "waivers_digest", "intended_digest",
+                    "surfaces")
 
 
 @dataclass(frozen=True, slots=True)
