@@ -37,6 +37,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--shadow-out", default="reports/latest", metavar="DIR",
                     help="where the reports are written at session end")
     group.addoption("--shadow-waivers", default=None, metavar="FILE", help="waiver file")
+    group.addoption("--shadow-intended", default=None, metavar="FILE",
+                    help="intended-difference rules (default: the bundled file)")
+    group.addoption("--shadow-candidate", default="kernel", metavar="kernel|DIR",
+                    help="the candidate: the live kernel, or a recorded candidate folder")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -75,8 +79,7 @@ class ShadowCase(pytest.Item):
     def runtest(self) -> None:
         from shadow import codes
 
-        limit = codes.severity_rank(self.fail_at)
-        bad = [d for d in self.divergences if codes.severity_rank(d["severity"]) <= limit]
+        bad = [d for d in self.divergences if codes.fails(d, self.fail_at)]
         if bad:
             raise ShadowCaseFailure([
                 f"{d['severity']} {d['reason_code']} [{d['attribution']}] "
@@ -115,7 +118,9 @@ class ShadowSession:
         try:
             return execute(RunOptions(fixtures=opt("shadow_fixtures"), out=str(self.tmp),
                                       phase=opt("shadow_phase"),
-                                      waivers=opt("shadow_waivers")))
+                                      waivers=opt("shadow_waivers"),
+                                      intended=opt("shadow_intended"),
+                                      candidate=opt("shadow_candidate")))
         except ShadowError as exc:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None

@@ -5,8 +5,10 @@ Formats (``FORMATS``; files written by :func:`write`):
 * ``md``    ``report.md``   — fits a PR comment and ``$GITHUB_STEP_SUMMARY`` (< 60 KB);
 * ``html``  ``report.html`` — one self-contained file (inline CSS and SVG, no script, no
   external reference), works offline;
-* ``junit`` ``junit.xml``   — one testcase per fixture × surface; a case fails on any
-  unwaived ``blocking`` or ``major`` divergence (waived ones are not in the report).
+* ``junit`` ``junit.xml``   — one testcase per fixture × surface; a case fails on an
+  unwaived ``blocking`` or ``major`` divergence that counts against the candidate (the one
+  failure rule, ``codes.fails``: legacy defects, intended differences and twin comparisons
+  never fail a case; waived ones are not in the report).
 
 ``report.json`` itself is written by :mod:`shadow.run`; ``shadow report`` re-renders any
 format from it.  Rendering is a pure function of (report, evidence, previous report):
@@ -105,6 +107,7 @@ def context(report: Mapping[str, Any], *, evidence: Mapping[str, Any] | None = N
         "chart": Markup(svg.stacked_bars(mat)),  # built from escaped parts
         "legacy_defects": tables._records(defects),
         "waivers": tables.waiver_tables(report, warn_days),
+        "attribution": tables.attribution_table(report),
         "trend": tables.trend(previous, report),
         "fixtures": fixtures, "cases": tables._records(cases),
         "case_count": len(cases), "failing_cases": failing,

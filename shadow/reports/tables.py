@@ -74,9 +74,13 @@ def cases_frame(report: Mapping[str, Any], df: pd.DataFrame) -> pd.DataFrame:
     cases = cases.merge(counts, on=["fixture", "surface"], how="left")
     for s in SEVERITIES:
         cases[s] = cases[s].fillna(0).astype(int)
-    cases["status"] = "pass"
-    cases.loc[(cases["minor"] + cases["info"]) > 0, "status"] = "note"
-    cases.loc[(cases["blocking"] + cases["major"]) > 0, "status"] = "fail"
+    failing = ({(d["fixture"], d["surface"]) for d in df.to_dict("records")
+                if codes.fails(d)} if not df.empty else set())
+    noted = {(f, s) for f, s in zip(df["fixture"], df["surface"], strict=True)} \
+        if not df.empty else set()
+    keys = list(zip(cases["fixture"], cases["surface"], strict=True))
+    cases["status"] = ["fail" if k in failing else "note" if k in noted else "pass"
+                       for k in keys]
     cases["anchor"] = [case_anchor(f, s) for f, s in zip(cases["fixture"], cases["surface"],
                                                          strict=True)]
     return cases.sort_values(["fixture", "surface"]).reset_index(drop=True)
@@ -115,6 +119,31 @@ def matrix(df: pd.DataFrame) -> dict[str, Any]:
         {"code": c, "severity": codes.get(c).severity, "anchor": code_anchor(c)}
         for c in code_cols], "rows": rows,
         "totals": [int(x) for x in tab.sum(axis=0).tolist()]}
+
+
+def attribution_table(report: Mapping[str, Any]) -> dict[str, Any]:
+    """Who is wrong, per surface: divergences by attribution, the stated reasons of the
+    unexplained ones, and the intended-difference rules (applied, unused, overdue)."""
+    from shadow.codes import ATTRIBUTIONS
+
+    per: dict[str, dict[str, int]] = {}
+    for d in report.get("divergences", []):
+        row = per.setdefault(str(d["surface"]), dict.fromkeys(ATTRIBUTIONS, 0))
+        a = str(d.get("attribution", "none"))
+        row[a] = row.get(a, 0) + 1
+    rows = [{"surface": sf, "counts": [row[a] for a in ATTRIBUTIONS],
+             "total": sum(row.values())} for sf, row in sorted(per.items())]
+    totals = [sum(r["counts"][i] for r in rows) for i in range(len(ATTRIBUTIONS))]
+    total = sum(totals)
+    att = report.get("attribution", {}) or {}
+    intended = report.get("intended", {}) or {}
+    return {"columns": list(ATTRIBUTIONS), "rows": rows, "totals": totals, "total": total,
+            "none_share": f"{100 * totals[ATTRIBUTIONS.index('none')] / total:.1f}%"
+            if total else "0.0%",
+            "none_reasons": sorted((att.get("none_reasons") or {}).items()),
+            "applied": list(intended.get("applied", [])),
+            "unused": list(intended.get("unused", [])),
+            "overdue": list(intended.get("overdue", []))}
 
 
 def waiver_tables(report: Mapping[str, Any], warn_days: int = 30) -> dict[str, Any]:

@@ -10,8 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from shadow.candidate import KernelCandidate, RecordedCandidate, write_recorded
 from shadow.divergence import Divergence
+from shadow.errors import InputError
 from shadow.fixtures import load_corpus
 from shadow.replay import FixtureResult, replay_fixture
 
@@ -99,7 +102,10 @@ def test_reordered_messages_in_a_capture_are_an_order_divergence(tmp_path: Path)
     root = copy_fixture(tmp_path, "short-session", {"desktop.compress.json": swap})
     r = replay(root, "short-session")
     order = find(r.divergences, "item.order", "desktop.compress")
-    assert order and order[0].severity == "minor" and order[0].attribution == "none"
+    # the legacy rendered its input out of order: its own item.reordered defect explains it
+    assert order and order[0].severity == "minor" and order[0].attribution == "baseline"
+    assert order[0].detail["attribution_basis"] == ["baseline:item.reordered"]
+    assert find(r.legacy_defects, "item.reordered", "desktop.compress")
     assert not find(original("short-session").divergences, "item.order")
 
 
@@ -228,7 +234,10 @@ def test_candidate_altering_content_is_a_digest_mismatch_and_pinned_altered(
     dm = find(r.divergences, "digest.mismatch", "cli.compress")
     assert dm and "pinned-messages:m0001" in dm[0].item_ids
     pinned = find(r.divergences, "pinned.altered", "cli.compress")
-    assert pinned and pinned[0].attribution == "candidate" and pinned[0].severity == "major"
+    # a broken §8.3 protection by the candidate blocks (design 108 §7, §8.3; issue 12)
+    assert pinned and pinned[0].attribution == "candidate" and pinned[0].severity == "blocking"
+    altered = find(r.divergences, "alteration.unjustified", "cli.compress")
+    assert altered and altered[0].item_ids == ("pinned-messages:m0003",)
 
 
 def test_candidate_widening_a_memory_scope_is_blocking(tmp_path: Path) -> None:
@@ -274,11 +283,24 @@ def test_candidate_unrecorded_provider_request_and_write_are_blocking(tmp_path: 
     assert side and side[0].severity == "blocking"
 
 
-def test_missing_recorded_projection_is_reported_not_crashed(tmp_path: Path) -> None:
+def test_missing_recorded_projection_is_refused_naming_the_file(tmp_path: Path) -> None:
     folder = recorded(tmp_path, "short-session", "cli.compress", lambda d: None)
-    (folder / "short-session" / "cli.compress.projection.json").unlink()
-    r = replay(FIXTURES, "short-session", RecordedCandidate(folder))
-    assert find(r.divergences, "candidate.unavailable", "cli.compress")
+    missing = folder / "short-session" / "cli.compress.projection.json"
+    missing.unlink()
+    with pytest.raises(InputError) as err:
+        replay(FIXTURES, "short-session", RecordedCandidate(folder))
+    assert err.value.source == str(missing)
+
+
+def test_malformed_recorded_projection_is_refused_with_its_pointer(tmp_path: Path) -> None:
+    def bad(d: Any) -> None:
+        d["items"][1]["length"] = "12"
+
+    folder = recorded(tmp_path, "short-session", "cli.compress", bad)
+    with pytest.raises(InputError) as err:
+        replay(FIXTURES, "short-session", RecordedCandidate(folder))
+    assert err.value.pointer == "/items/1/length"
+    assert "non-negative integer" in str(err.value)
 
 
 # --------------------------------------------------------------------------- benign changes

@@ -93,9 +93,15 @@ def test_known_legacy_defects_are_named() -> None:
         ("memory-consolidate-trace", "session-core.memory", "memory.scope_expanded"),
         ("ide-budget-zero", "vscode.context-center", "protected.dropped"),
         ("parallel-tool-calls", "desktop.context-engineering", "tool_pair.mismatch"),
-        ("replay-cc-summary", "cli.compress", "trust.escalated"),
+        ("prompt-injection-web-fetch", "cli.provider-compaction", "trust.escalated"),
+        ("null-content-tool-calls", "cli.compress", "drop_reason.unjustified"),
+        ("near-duplicate-test-results", "cli.compress", "drop_reason.unjustified"),
+        ("pending-approval", "cli.compress", "item.reordered"),
+        ("memory-consolidate-trace", "session-core.memory", "trust.escalated"),
     ]:
         assert expected in found, expected
+    # a kept prior summary whose text came from no untrusted input is not an escalation
+    assert ("replay-cc-summary", "cli.compress", "trust.escalated") not in found
 
 
 def _report(tmp: Path, name: str, **kw: object) -> tuple[bytes, dict]:  # type: ignore[type-arg]
@@ -121,7 +127,7 @@ def test_report_is_byte_identical_across_runs_and_listing_order(
     assert report["schema"] == "shadow-report/v1"
     assert set(report) == {"schema", "verdict", "phase", "candidate", "totals",
                            "blocking_reasons", "divergences", "legacy_defects", "waivers",
-                           "generated_at", "cases"}
+                           "intended", "attribution", "generated_at", "cases"}
     assert {"fixtures", "comparisons", "divergences", "blocking"} <= set(report["totals"])
     assert report["verdict"] == "GO" and report["totals"]["fixtures"] == 42
     keys = {"fixture", "surface", "reason_code", "severity", "attribution", "item_ids", "detail"}
@@ -193,6 +199,8 @@ REQUIRED_CODES = [
     "memory.recall_mismatch", "deletion.backfill", "deletion.overbroad",
     "deletion.receipt_mismatch", "writer.dual", "shadow.side_effect", "noise.path_format",
     "noise.token_estimate", "noise.volatile_field", "fixture.invalid", "unclassified",
+    "drop_reason.unjustified", "alteration.unjustified", "item.reordered",
+    "system_policy.altered",
 ]
 
 
@@ -201,6 +209,15 @@ def test_registry_holds_every_required_code_and_docs_are_in_sync() -> None:
     nogo = {"tool_pair.split", "tool_pair.mismatch", "pending.lost", "memory.scope_expanded",
             "deletion.backfill", "writer.dual", "shadow.side_effect"}
     assert nogo == codes.NOGO_CODES
+    protections = {"protected.dropped", "pinned.altered", "trust.escalated", "secret.leaked",
+                   "system_policy.altered", "memory.sensitivity_lowered",
+                   "provider.degraded_masked", "provider.usage_unknown_masked",
+                   "provider.cancel_swallowed", "deletion.overbroad"}
+    assert protections == codes.PROTECTION_CODES
+    for code in nogo | protections:
+        assert codes.severity_for(code, "candidate") == "blocking"
+        for who in ("baseline", "twin", "intended", "none"):
+            assert codes.severity_for(code, who) != "blocking"
     doc = (ROOT / "docs" / "reason-codes.md").read_text(encoding="utf-8")
     assert codes.render_markdown() in doc
 

@@ -17,7 +17,7 @@ import pytest
 from junitparser import Failure, JUnitXml
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from shadow import evidence, reports
+from shadow import codes, evidence, reports
 from shadow.cli import main
 from shadow.progress import TerminalProgress
 from shadow.reports.diff import diff_reports
@@ -145,8 +145,7 @@ def test_junit_parses_and_its_counts_match_report_json(run_dirs: dict[str, Path]
     xml = JUnitXml.fromfile(str(run_dirs["new"] / "junit.xml"))
     cases = [(s.name, c) for s in xml for c in s]
     assert len(cases) == len(rep["cases"])
-    failing = {(d["fixture"], d["surface"]) for d in rep["divergences"]
-               if d["severity"] in ("blocking", "major")}
+    failing = {(d["fixture"], d["surface"]) for d in rep["divergences"] if codes.fails(d)}
     failed = {(c.classname, c.name) for _, c in cases
               if any(isinstance(r, Failure) for r in c.result)}
     assert failed == failing
