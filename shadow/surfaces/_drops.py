@@ -12,17 +12,20 @@ on the input (``shadow.divergence.claims``).  Per dropped item, first rule that 
    whitespace content, a ``[PROCESSED]`` / ``[STALE]`` marker, a trivial tool result —
    ``ok``, ``{}``, ``null`` or under 3 characters — or an assistant text under 10
    characters), outside the first message and the last four;
-3. ``dedup`` — a kept output message has the same role and content;
+3. ``dedup`` — a kept output message, or an earlier input message (dedup keeps a
+   content's first copy, which a later step may still cut), has the same role and
+   content;
 4. ``collapse`` — it belongs to the run of tool-call and tool messages between the
    input messages kept on either side of a collapse marker;
 5. ``summarize`` — a summary was produced (it replaces everything the earlier steps
    left but the system block and the last user request);
 6. ``truncate`` — the step ran and the message is older than the oldest ordinary kept
    message (not system, not pinned, not the last user request): a recency cut;
-7. ``tool-pair-repair`` — pair repair runs and the item is an orphan, or a partner of its
-   call group is gone;
-8. ``snip`` / ``truncate`` — one of them ran;
-9. ``dedup-similar`` — only the (similarity-based) dedup ran;
+7. ``tool-pair-repair`` — pair repair runs and the item is an orphan, or a result whose
+   call is gone;
+8. ``snip`` — it ran; ``truncate`` — it ran and kept no ordinary message (a message
+   newer than the cut cannot have been cut);
+9. ``dedup-similar`` — the (similarity-based) dedup ran;
 10. ``unknown``.
 """
 
@@ -130,6 +133,10 @@ def infer_drops(sources: Sequence[Source], match: Match, canon: CanonicalSession
     ordinary = [by_id[i].seq for i in kept_ids if i in by_id and by_id[i].role != "system"
                 and not _protected(by_id[i])]
     cut = min(ordinary) if steps & TRUNCATE and ordinary else None
+    first: dict[tuple[Any, str], int] = {}  # the legacy dedup keeps a content's first copy
+    for pos, s in enumerate(sources):
+        if s.derived is None and s.msg.get("role") != "system":
+            first.setdefault((s.msg.get("role"), content_digest(text_of(s.msg))), pos)
     drops: list[Drop] = []
     for pos, s in enumerate(sources):
         if s.derived is not None:
@@ -147,7 +154,8 @@ def infer_drops(sources: Sequence[Source], match: Match, canon: CanonicalSession
                 legacy = "tool-pair-repair" if pair_repair else "unknown"
             elif "snip" in steps and snipped(s.msg, pos, len(sources)):
                 legacy = "snip"
-            elif (DEDUP & steps or not steps) and text_key in kept_texts:
+            elif (DEDUP & steps or not steps) and (
+                    text_key in kept_texts or first.get(text_key, pos) < pos):
                 legacy = "dedup"
             elif pos in collapsed:
                 legacy = "collapse"
@@ -158,9 +166,11 @@ def infer_drops(sources: Sequence[Source], match: Match, canon: CanonicalSession
             elif pair_repair and (ci.detail.get("orphan") or (
                     ci.tool_role and _partner_gone(ci, kept_ids, canon))):
                 legacy = "tool-pair-repair"
-            elif steps & (TRUNCATE | {"snip"}):
-                legacy = "snip" if "snip" in steps and not steps & TRUNCATE else "truncate"
-            elif DEDUP & steps:
+            elif "snip" in steps and not (steps & TRUNCATE and cut is None):
+                legacy = "snip"
+            elif steps & TRUNCATE and cut is None:  # nothing ordinary kept: all was cut
+                legacy = "truncate"
+            elif DEDUP & steps:  # newer than the cut: not a recency cut
                 legacy = "dedup-similar"  # the legacy dedup is similarity-based
             else:
                 legacy = "unknown"
@@ -169,11 +179,12 @@ def infer_drops(sources: Sequence[Source], match: Match, canon: CanonicalSession
 
 
 def _partner_gone(ci: CanonItem, kept: set[str], canon: CanonicalSession) -> bool:
-    for other in canon.items:
-        if other.tool_call_id == ci.tool_call_id and other.item_id != ci.item_id and \
-                other.item_id not in kept:
-            return True
-    return False
+    """A *result* whose call is gone: pair repair removes it.  A call whose result is also
+    gone was removed by an earlier step (repair only strips calls from kept messages)."""
+    if ci.tool_role != "result":
+        return False
+    return any(other.tool_call_id == ci.tool_call_id and other.item_id != ci.item_id
+               and other.item_id not in kept for other in canon.items)
 
 
 def with_covers(match: Match, drops: Sequence[Drop], trust_of: Mapping[str, str],

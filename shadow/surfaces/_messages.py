@@ -8,14 +8,16 @@ Rules, applied in order to each output message (docs/surfaces.md, "Matching"):
    with that key wins, so repeated identical messages map by occurrence;
 2. **by call ids**: an assistant message whose calls are a subset of one source
    message's calls (a legacy stripped some calls) maps to that message;
-3. **id stripped**: a tool message without ``tool_call_id`` matches a source tool
-   message with the same content (occurrence order); its binding is marked lost;
+3. **id stripped** / **rebound**: a tool message without ``tool_call_id`` (or with another
+   call's) matches a source tool message with the same content (occurrence order); its
+   binding is marked lost (or bound to the call it now names);
 4. **whitespace**: same role and tool ids, content equal after collapsing whitespace —
    identity kept, ``altered: "whitespace"`` (noise);
 5. **adapter rewrite** (optional hook): a documented legacy transformation, e.g. the
    cleaned system prompt of Desktop context engineering — ``altered: <category>``;
 6. **rewritten**: exactly one unused source message with the same role and tool ids
-   lies between the neighbouring matched messages — identity kept, ``altered:
+   lies between the neighbouring matched messages (for a message marked ``pinned``:
+   exactly one unused pinned source anywhere) — identity kept, ``altered:
    "rewritten"`` (its digest will differ);
 7. otherwise the message is **derived**: ``summary`` (``[Conversation Summary]``,
    ``[历史对话总结]`` or CLI provenance ``compact-summary``), ``collapse-marker``
@@ -28,7 +30,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from shadow.canonical import CanonicalSession, CanonItem, has_secret
@@ -168,8 +170,15 @@ def _items_for(src: Source, out_msg: Mapping[str, Any], canon: CanonicalSession,
             text = text_of(out_msg)
             if ci.role == "assistant" and not text and out_calls:
                 continue  # the text part was emptied; only the calls survive
-        items.append(_pitem(ci, text, role, altered if ci.tool_role != "call" else None,
-                            binding_lost and ci.tool_role == "result"))
+        lost = binding_lost and ci.tool_role == "result"
+        item = _pitem(ci, text, role, altered if ci.tool_role != "call" else None, lost)
+        out_id = out_msg.get("tool_call_id")
+        if ci.tool_role == "result" and isinstance(out_id, str) and \
+                out_id != ci.legacy_tool_id:  # the result now answers another call (or none)
+            target = canon.call_by_legacy_id.get(out_id)
+            item = replace(item, tool_call_id=target, detail={
+                **item.detail, **({} if target else {"binding_lost": True})})
+        items.append(item)
     return items
 
 
@@ -231,6 +240,11 @@ def match_messages(sources: Sequence[Source], output: Sequence[Any], canon: Cano
             hit = next((i for i, s in enumerate(sources) if i not in used
                         and s.msg.get("role") == "tool" and text_of(s.msg) == text), None)
             how = (None, True) if hit is not None else how
+        if hit is None and role == "tool" and key:  # the same result, bound to another id
+            hit = next((i for i, s in enumerate(sources) if i not in used
+                        and s.msg.get("role") == "tool" and text_of(s.msg) == text
+                        and tool_key(s.msg) != key), None)
+            how = ("rebound", False) if hit is not None else how
         if hit is None:
             hit = next((i for i, s in enumerate(sources) if i not in used
                         and s.msg.get("role") == role and tool_key(s.msg) == key
@@ -258,9 +272,13 @@ def match_messages(sources: Sequence[Source], output: Sequence[Any], canon: Cano
             continue
         lo = max((a[0] for a in assigned[:pos] if a is not None), default=-1)
         hi = min((a[0] for a in assigned[pos + 1:] if a is not None), default=len(sources))
-        cands = [i for i in range(lo + 1, hi) if i not in used
+        window = range(lo + 1, hi)
+        if m.get("pinned") is True:  # a pin carries its identity on the wire: any position
+            window = range(len(sources))
+        cands = [i for i in window if i not in used
                  and sources[i].msg.get("role") == m.get("role")
-                 and tool_key(sources[i].msg) == tool_key(m) and sources[i].derived is None]
+                 and tool_key(sources[i].msg) == tool_key(m) and sources[i].derived is None
+                 and (m.get("pinned") is not True or sources[i].msg.get("pinned") is True)]
         if len(cands) == 1:
             used.add(cands[0])
             assigned[pos] = (cands[0], "rewritten", False)
