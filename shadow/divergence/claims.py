@@ -32,12 +32,17 @@ kernel's budget)
 ``untrusted_system_policy``
     the item is in the user's removed set / of an unknown kind / host policy a session
     store does not persist / secret or restricted / low-trust text offered as policy.
+``unknown``
+    the producer names the steps it ran (``facts.strategy``) and none of them can have
+    removed the item: unjustified (``no_stated_step_drops_it``).
 
 Alterations: a kept input item whose digest differs from the input carries the
 adapter's verdict on the transformation it claims (``detail.claim``: ``verified`` or
 ``falsified`` with ``detail.why`` — e.g. a ``trimmed`` chip that is not a prefix of its
-input, or a ``cleaned`` prompt that changed more than volatile fields).  A candidate
-claims no transformation at all: any altered input item is unjustified.  Order: kept input
+input, or a ``cleaned`` prompt that changed more than volatile fields).  Content changed
+with no documented transformation (the matcher's ``rewritten``) is unjustified
+(``no_claimed_transformation``), and a candidate claims no transformation at all: any
+input item it altered is unjustified.  Order: kept input
 items must follow their source order unless the producer documents another
 (``facts.order``: ``priority`` for the IDE chip ranking; ``pinned_block`` for the CLI's
 sticky pinned block).
@@ -205,6 +210,10 @@ def _drop(ctx: _Ctx, d: Drop) -> Verdict:
     if reason == "untrusted_system_policy":
         ok = ci.kind == "system-policy" and ci.trust not in ("host", "verified")
         return _v(d, VERIFIED if ok else FALSIFIED, "trusted_policy")
+    steps = ctx.p.facts.get("strategy") if isinstance(ctx.p.facts, Mapping) else None
+    if reason == "unknown" and isinstance(steps, list) and steps:
+        # the producer names the steps it ran, and none of them removes this item
+        return _v(d, FALSIFIED, "no_stated_step_drops_it")
     return _v(d, UNVERIFIABLE)
 
 
@@ -299,6 +308,9 @@ def _repair(ctx: _Ctx, d: Drop, rep: ClaimReport) -> Verdict:
     bad = [o for o in partners if rep.status(o) == FALSIFIED]
     if bad:
         return _v(d, FALSIFIED, "orphaned_by_unjustified_drop", bad)
+    if all(ctx.drops[o].reason == "tool_pair_repair" for o in partners if o in ctx.drops):
+        # repair only removes a half whose partner something else removed first
+        return _v(d, FALSIFIED, "no_orphaning_drop", partners)
     return _v(d, VERIFIED, "partner_dropped", partners)
 
 
@@ -313,8 +325,8 @@ def _alterations(ctx: _Ctx, rep: ClaimReport) -> None:
             status, why = FALSIFIED, "candidate_alters_input"
         elif claim in (VERIFIED, FALSIFIED):
             status, why = str(claim), str(it.detail.get("why") or "")
-        else:
-            status, why = UNVERIFIABLE, ""
+        else:  # content changed and no documented transformation claims it
+            status, why = FALSIFIED, "no_claimed_transformation"
         rep.verdicts[iid] = Verdict(iid, it.altered or "content", it.altered, status, why)
         is_policy = ci.kind == "system-policy" and ci.trust in ("host", "verified")
         if is_policy and status != VERIFIED:
@@ -350,7 +362,7 @@ def _group(rep: ClaimReport) -> None:
 _DROP_CLAIMS: Final = frozenset({
     "duplicate", "input_budget", "partition_ceiling", "tool_pair_repair", "collapsed",
     "summarized", "user_removed", "invalid", "not_persisted", "sink_denied",
-    "untrusted_system_policy"})
+    "untrusted_system_policy", "unknown"})
 
 
 def _order(ctx: _Ctx, rep: ClaimReport) -> None:

@@ -106,10 +106,10 @@ def assess(p: Projection, canon: Canon, index: prov.SourceIndex | None = None, *
     out += _effects(p, candidate)
     if p.memory is not None:
         out += check_memory(p, index)
-    if p.status != "ok":
-        return Assessment(out)
     cis = canon_items(canon)
-    rep = claims_mod.verify(p, canon, cis)
+    rep = claims_mod.verify(p, canon, cis)  # a refusal's claim too
+    if p.status != "ok":
+        return Assessment(out, rep)
     out += rep.violations
     if cis:
         out += _items(p, cis)
