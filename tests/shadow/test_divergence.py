@@ -117,8 +117,12 @@ def test_altered_content_in_a_capture_is_a_digest_mismatch(tmp_path: Path) -> No
     r = replay(root, "short-session")
     dm = find(r.divergences, "digest.mismatch", "cli.compress")
     assert dm and dm[0].item_ids == ("short-session:m0001",)
-    assert dm[0].severity == "major" and dm[0].attribution == "none"
+    # a user message rewritten with no documented transformation: the legacy's defect
+    assert dm[0].severity == "major" and dm[0].attribution == "baseline"
     assert dm[0].detail["altered"] == {"rewritten": 1}
+    alt = find(r.legacy_defects, "alteration.unjustified", "cli.compress")
+    assert alt and alt[0].item_ids == ("short-session:m0001",)
+    assert alt[0].detail["why"] == ["no_claimed_transformation"]
 
 
 def test_widened_memory_scope_in_a_capture_is_a_legacy_scope_expansion(tmp_path: Path) -> None:

@@ -1,0 +1,112 @@
+"""Helpers of the mutation suite: copies of real captures and of the live kernel's recorded
+projections, mutated in memory and re-validated exactly as files on disk are.
+
+Nothing here edits a fixture on disk: a mutated scenario is a deep copy of the loaded one,
+passed again through ``validate_input`` / ``validate_capture``; a mutated recorded
+candidate is written to a temporary folder and read back by the real
+``RecordedCandidate`` (strict ``projection_wire`` parsing).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from shadow.candidate import KernelCandidate, RecordedCandidate, write_recorded
+from shadow.divergence import Divergence
+from shadow.fixtures import Scenario, load_corpus, validate_capture, validate_input
+from shadow.intended import load as load_rules
+from shadow.projection import to_wire
+from shadow.replay import FixtureResult, replay_fixture
+from shadow.run import apply_intended
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures"
+Mutator = Callable[[Any], None]
+
+
+@functools.cache
+def scenario(name: str) -> Scenario:
+    corpus = load_corpus(FIXTURES, only=[name])
+    assert not corpus.quarantined, corpus.quarantined
+    return corpus.scenarios[0]
+
+
+@functools.cache
+def live(name: str) -> FixtureResult:
+    return replay_fixture(scenario(name), KernelCandidate())
+
+
+def mutated(name: str, mutations: Mapping[str, Mutator]) -> Scenario:
+    """A copy of fixture ``name`` with ``mutations`` (file name -> mutator) applied."""
+    sc = scenario(name)
+    inp = copy.deepcopy(dict(sc.input))
+    if "input.json" in mutations:
+        mutations["input.json"](inp)
+        inp = validate_input(inp, sc.input_file, name)
+    caps = []
+    for cap in sc.captures:
+        fn = mutations.get(f"{cap.name}.json")
+        if fn is None:
+            caps.append(cap)
+            continue
+        doc = copy.deepcopy(dict(cap.raw))
+        fn(doc)
+        caps.append(validate_capture(doc, cap.file, name, cap.name))
+    return replace(sc, input=inp, captures=tuple(caps))
+
+
+def replay_baseline(name: str, mutations: Mapping[str, Mutator]) -> FixtureResult:
+    return replay_fixture(mutated(name, mutations), KernelCandidate())
+
+
+def projection_doc(name: str, surface: str) -> dict[str, Any]:
+    for p in live(name).candidate_projections:
+        if p.surface == surface:
+            return json.loads(json.dumps(to_wire(p)))
+    raise KeyError((name, surface))
+
+
+def replay_candidate(name: str, surface: str, mutate: Mutator) -> FixtureResult:
+    """Replay ``name`` against the live kernel's recording with one projection mutated."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "cand"
+        write_recorded(folder, KernelCandidate().identity, live(name).candidate_projections)
+        path = folder / name / f"{surface}.projection.json"
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        mutate(doc)
+        path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        return replay_fixture(scenario(name), RecordedCandidate(folder))
+
+
+def find(divs: Iterable[Divergence], code: str, surface: str | None = None,
+         item: str | None = None) -> list[Divergence]:
+    return [d for d in divs if d.reason_code == code
+            and (surface is None or d.surface == surface)
+            and (item is None or item in d.item_ids)]
+
+
+def judged(r: FixtureResult) -> list[Divergence]:
+    """The run's divergences after the reviewed intended-difference rules."""
+    return apply_intended(list(r.divergences), load_rules())
+
+
+def above_info(r: FixtureResult) -> set[tuple[Any, ...]]:
+    return {(d.surface, d.reason_code, d.severity, d.attribution, d.item_ids)
+            for d in (*judged(r), *r.legacy_defects) if d.severity != "info"}
+
+
+def messages(doc: Any) -> list[dict[str, Any]]:
+    out = doc["output"]
+    return out["messages"] if "messages" in out else out["rebuildMessages"]  # type: ignore
+
+
+def items_where(doc: Mapping[str, Any], pred: Callable[[Mapping[str, Any]], bool]
+                ) -> list[str]:
+    return [it["id"] for it in doc["items"] if pred(it)]
