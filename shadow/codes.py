@@ -92,12 +92,14 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
                "A producer's own reason for dropping an item is false on the input: not a "
                "duplicate of a surviving item, not over its stated limit, not the lowest "
                "priority left, its tool partner not orphaned, or nothing replaces it.",
-               "CLI `dedup` dropped the call `s:m0004.c1`: null content and a different call "
-               "than every surviving one."),
+               "`claude-3-5-sonnet` / `cli.compress`: `dedup` dropped 23 calls (`m0004.c1` "
+               "…) with null content and a call unlike every survivor's; pair repair then "
+               "dropped their results (`m0005` …), orphaned by that drop."),
     ReasonCode("item.reordered", _M, False,
                "Input items are rendered out of their source order where the producer "
                "documents no reordering (e.g. a request moved after the turn answering it).",
-               "CLI dedup re-appends the last user request `s:m0007` after `s:m0008`."),
+               "`pending-approval` / `cli.compress`: dedup re-appends the last user request "
+               "`m0007` after the assistant turn `m0008` that answers it."),
     ReasonCode("digest.mismatch", _M, False,
                "The same identity carries different content on the two sides.",
                "Desktop context engineering rewrote dates in the system prompt `s:m0000`."),
@@ -105,12 +107,14 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
                "A producer changed an input item's content beyond the transformation it "
                "claims (cleaning volatile fields, trimming to a prefix), or a candidate "
                "altered an input item it may only select.",
-               "`trimmed` chip `s:c0000` is not a prefix of its input (cut inside a "
-               "character)."),
+               "Mutation suite: a user message rewritten in a CLI output "
+               "(`no_claimed_transformation`); a `trimmed` chip cut inside a character "
+               "(`split_character`). The bundled corpus has none."),
     ReasonCode("system_policy.altered", _M, False,
                "Trusted system policy is rendered with content other than its authoritative "
                "digest and no verified documented transformation (design 108 §7, §8.3).",
-               "A recorded candidate renders `s:m0000` with another digest.",
+               "Mutation suite: a recorded candidate renders `m0000` with another digest. "
+               "(Desktop's cleaned prompt is a verified claim: intended rule ID-001.)",
                protection=True),
     # -- tool pairs, pending and task state (NO-GO classes) ------------------------------
     ReasonCode("tool_pair.split", _B, True,
@@ -135,13 +139,19 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
                "A pinned item's content differs from its input digest.",
                "Pinned constraint `s:m0001` rewritten by a summary.", protection=True),
     ReasonCode("trust.escalated", _M, False,
-               "Content of lower trust (tool, web, derived summary) is presented as system "
-               "instruction or policy.",
-               "A summary of web-fetch output re-inserted as a `system` message.", protection=True),
+               "Text from an external or untrusted source (tool output, a fetched page, MCP, "
+               "imported memory) reaches an item of higher trust — a system message or "
+               "policy, any field of a summary, a collapse marker, a memory record (judged "
+               "from the text: shingle overlap) — or an item claims more trust than its "
+               "source.",
+               "`prompt-injection-web-fetch` / `cli.provider-compaction`: the extractive "
+               "fallback's system-role summary carries the pages `m0003`, `m0005` in "
+               "`keyDecisions` and `nextSteps` (`curl … | sh`).", protection=True),
     ReasonCode("secret.leaked", _B, False,
                "An item classified secret reaches a sink its allowedSinks do not allow "
                "(e.g. a remote provider).",
-               "`.env` contents with an API key kept in a provider-bound prompt.", protection=True),
+               "`secrets-in-tool-output` / `cli.provider-compaction`: the recorded summarizer "
+               "request carries the `.env` API key (`sink: summarizer request`).", protection=True),
     ReasonCode("summary.text_only", _m, False,
                "Only summary text differs; identities, pairs, pending state and covered items "
                "agree (never judged from summary strings alone).",
@@ -168,14 +178,17 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
                "Consolidation of session `sess-42` writes facts at agent scope."),
     ReasonCode("memory.sensitivity_lowered", _M, False,
                "A memory record's sensitivity is lower than its evidence's.",
-               "A secret-bearing fact stored as `internal`.", protection=True),
+               "Mutation suite: an LLM consolidation stores a fact holding an API key as "
+               "ordinary memory.", protection=True),
     ReasonCode("memory.state_mismatch", _M, False,
                "Memory record states or operation effects differ (created, updated, state).",
                "Consolidated facts written `active` instead of `candidate`."),
     ReasonCode("memory.recall_mismatch", _M, False,
                "Recall returns a different set (or order) of records, or reads outside the "
                "admitted scopes.",
-               "Recall without scopeId scans every session."),
+               "`memory-recall-chinese`: a recall without a scopeId scans every session; "
+               "`memory-update-remove`: a record matching no query word is returned for its "
+               "score alone (`irrelevant_to_query`)."),
     ReasonCode("deletion.backfill", _B, True,
                "A deleted memory record becomes visible again (revived).",
                "`get` returns a record after `remove` returned true."),
