@@ -34,6 +34,8 @@ and, for an altered input item, ``claim`` (``verified`` | ``falsified``) and ``w
 adapter's verdict on the transformation the producer claims.  ``facts`` may carry
 ``limits`` (the producer's stated limits: ``messages``, ``tokens``, ``order``),
 ``order`` (``priority`` | ``pinned_block``: a documented output order),
+``provider_history`` (the provider outcomes of a multi-call capture's earlier calls, in
+the ``provider`` shape),
 ``sent_secrets`` (recorded provider calls whose request held secret material),
 ``provider_inputs`` (ids the candidate sent to its summarizer) and ``error_detail``
 (ids and counts of a refusal, e.g. ``context_over_budget``).  None of these is a body.

@@ -37,7 +37,7 @@ over identities the surface was actually offered, ``p.input_ids``):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
 from shadow.canonical import Canon, CanonItem
@@ -45,7 +45,7 @@ from shadow.divergence import Violation
 from shadow.divergence import claims as claims_mod
 from shadow.divergence import provenance as prov
 from shadow.divergence.memory import check_memory
-from shadow.projection import PItem, Projection
+from shadow.projection import PItem, Projection, ProviderOutcome
 
 #: Drops a protected item may legitimately suffer: governance (design 108 §7), the user's
 #: own removal, an invalid candidate, or host policy that a session store does not persist
@@ -294,20 +294,32 @@ def _provider(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
         if bad:
             out.append(Violation("secret.leaked", tuple(bad),
                                  {"sink": "summarizer request", "count": len(bad)}))
-    pr = p.provider
-    if pr is None or pr.truth is None:
-        return out
+    history = p.facts.get("provider_history") if isinstance(p.facts, Mapping) else None
+    outcomes: list[tuple[int | None, ProviderOutcome]] = [
+        (n + 1, ProviderOutcome(**h)) for n, h in enumerate(history or ())
+        if isinstance(h, Mapping) and set(h) <= _OUTCOME_FIELDS]
+    if p.provider is not None:
+        outcomes.append((None, p.provider))  # the last call: the projection's own
     ids = _summary_ids(p)
-    detail: dict[str, Any] = {"truth": pr.truth, "status": pr.status}
-    if pr.truth == "cancelled" and pr.status != "aborted" and p.status == "ok":
-        out.append(Violation("provider.cancel_swallowed", ids, detail))
-    if pr.truth in ("error", "invalid") and pr.degraded is not True and \
-            pr.status not in ("aborted", "failed", "degraded"):
-        out.append(Violation("provider.degraded_masked", ids, detail))
-    if pr.truth == "no-usage" and pr.status in ("committed", "degraded"):
-        out.append(Violation("provider.usage_unknown_masked", ids,
-                             {**detail, "usage": pr.usage}))
+    for call, pr in outcomes:
+        if pr.truth is None:
+            continue
+        detail: dict[str, Any] = {"truth": pr.truth, "status": pr.status}
+        if call is not None:
+            detail["call"] = call
+        ok = p.status == "ok" or call is not None
+        if pr.truth == "cancelled" and pr.status != "aborted" and ok:
+            out.append(Violation("provider.cancel_swallowed", ids, detail))
+        if pr.truth in ("error", "invalid") and pr.degraded is not True and \
+                pr.status not in ("aborted", "failed", "degraded"):
+            out.append(Violation("provider.degraded_masked", ids, detail))
+        if pr.truth == "no-usage" and pr.status in ("committed", "degraded"):
+            out.append(Violation("provider.usage_unknown_masked", ids,
+                                 {**detail, "usage": pr.usage}))
     return out
+
+
+_OUTCOME_FIELDS: Final = frozenset(f.name for f in fields(ProviderOutcome))
 
 
 def violations_of(assessments: Sequence[Assessment]) -> list[Violation]:

@@ -16,6 +16,7 @@ The same chain serves the provider-backed CLI compaction and Desktop compress
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from shadow.canonical import Canon
@@ -66,6 +67,7 @@ def project_chain(canon: Canon, capture: Capture, stats_of: StatsOf, *,
     trust_of = {it.item_id: it.trust for it in session.items}
     projection: Projection | None = None
     earlier: dict[str, Drop] = {}  # items an earlier call dropped stay dropped
+    history: list[dict[str, Any]] = []  # provider outcomes of the earlier calls
     for k, call in enumerate(calls):
         if k > 0 and k < len(session.batches):
             b0, b1 = session.batches[k]
@@ -73,6 +75,8 @@ def project_chain(canon: Canon, capture: Capture, stats_of: StatsOf, *,
             offered += source_ids(extra, session)
             sources = sources + extra
         out = call.get("output")
+        if k and projection is not None and projection.provider is not None:
+            history.append(asdict(projection.provider))
         provider = provider_of(k, out if isinstance(out, Mapping) else None,
                                call.get("error")) if provider_of else None
         if call.get("error") is not None or not isinstance(out, Mapping):
@@ -99,7 +103,8 @@ def project_chain(canon: Canon, capture: Capture, stats_of: StatsOf, *,
             items=tuple(match.items), dropped=tuple(sorted(drops, key=lambda d: d.id)),
             provider=provider, noise=dict(noise),
             facts={**dict(facts or {}), "strategy": strategy_steps(strategy),
-                   "match": dict(sorted(match.notes.items()))},
+                   "match": dict(sorted(match.notes.items())),
+                   **({"provider_history": list(history)} if history else {})},
         )
         sources = list(match.next_sources)
     assert projection is not None
