@@ -908,7 +908,23 @@ def test_benign_noise_on_every_surface_adds_nothing_above_info(name: str, delta:
         d.clear()
         d.update(json.loads(text))
 
-    mutations: dict[str, Any] = {f"{c.name}.json": noisy for c in sc.captures}
+    calls = sorted(set(re.findall(r"call_[A-Za-z0-9]{24}", json.dumps(sc.input))))
+    fresh = {old: f"call_{n:024d}" for n, old in enumerate(calls)}
+
+    def renamed_calls(d: dict[str, Any]) -> None:  # seeded tool-call ids, renamed everywhere
+        text = json.dumps(d)
+        for old, new in fresh.items():
+            text = text.replace(old, new)
+        d.clear()
+        d.update(json.loads(text))
+
+    def both(d: dict[str, Any]) -> None:
+        noisy(d)
+        renamed_calls(d)
+
+    mutations: dict[str, Any] = {f"{c.name}.json": both for c in sc.captures}
+    if calls:
+        mutations["input.json"] = renamed_calls
     if sc.kind == "memory":
         first = f"{sc.captures[0].name}.json"
         mutations[first] = lambda d: (noisy(d), renamed_ids(d))
@@ -931,3 +947,143 @@ def test_benign_noise_in_a_recorded_candidate_adds_nothing_above_info(name: str,
         d.update(_reverse_keys(dict(d)))
     assert above_info(replay_candidate(name, surface, noisy)) == above_info(live(name))
 
+
+
+# =========================================================================== more surfaces
+
+
+@SETTINGS
+@given(data=st.data())
+def test_ide_pinned_chip_excluded_or_altered_is_named_on_both_sides(data: st.DataObject) -> None:
+    name = "ide-pin-remove-refresh"
+    surface = data.draw(st.sampled_from(("vscode.context-center", "jetbrains.context-center")))
+    pinned = {"ctx_9415aad66cfd1122": "ide-pin-remove-refresh:c0006",
+              "ctx_f931c9e76fd9cf1a": "ide-pin-remove-refresh:c0005"}
+    chip = data.draw(st.sampled_from(sorted(pinned)))
+    item = pinned[chip]
+    excluded = data.draw(st.booleans())
+
+    def legacy(d: dict[str, Any]) -> None:
+        for c in d["output"]["chips"]:
+            if c["id"] == chip:
+                if excluded:
+                    c["status"], c["content"] = "excluded-budget", ""
+                else:
+                    c["content"] = c["content"] + " (edited)"
+    r = replay_baseline(name, {f"{surface}.json": legacy})
+    _baseline(r, "protected.dropped" if excluded else "pinned.altered", surface, item)
+
+    def candidate(d: dict[str, Any]) -> None:
+        if excluded:
+            _drop(d, item)
+        else:
+            for it in d["items"]:
+                if it["id"] == item:
+                    it["digest"] = "sha256:" + "c" * 64
+    r = replay_candidate(name, surface, candidate)
+    _candidate(r, "protected.dropped" if excluded else "pinned.altered", surface, item)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_legacy_tool_output_rendered_as_system_is_trust_escalated(data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(PAIR_FIXTURES))
+    surface = data.draw(st.sampled_from(("cli.compress", "desktop.compress")))
+    doc = dict(next(c for c in scenario(name).captures if c.name == surface).raw)
+    tools = [n for n, m in enumerate(messages(doc)) if m.get("role") == "tool"]
+    if not tools:
+        return
+    pos = data.draw(st.sampled_from(tools))
+    text = messages(doc)[pos]["content"]
+    canon = _canon(name)
+    src = next(ci.item_id for ci in canon.session.items
+               if ci.role == "tool" and ci.content == text)
+
+    def promote(d: dict[str, Any]) -> None:
+        m = messages(d)[pos]
+        m["role"] = "system"
+        m.pop("tool_call_id", None)
+    r = replay_baseline(name, {f"{surface}.json": promote})
+    esc = [d for d in r.legacy_defects if d.reason_code == "trust.escalated"
+           and d.surface == surface]
+    assert esc and any(src in d.item_ids or src in d.detail.get("sources", ())
+                       for d in esc), [x.detail for x in esc]
+
+
+@SETTINGS
+@given(data=st.data())
+def test_legacy_consolidated_fact_copying_tool_output_is_trust_escalated(
+        data: st.DataObject) -> None:
+    name, surface = "memory-consolidate-trace", "session-core.memory"
+    chunk = data.draw(st.sampled_from((
+        "ENOENT: no such file or directory, open 'README.md'",
+        "old_string not found in the file you asked me to edit")))
+    doc = dict(next(c for c in scenario(name).captures).raw)
+    written = [(n, j) for n, o in enumerate(doc["output"]["ops"]) if o["op"] == "consolidate"
+               and o.get("result") for j, _ in enumerate(o["result"]["written"])]
+    n, j = data.draw(st.sampled_from(written))
+
+    def copy_tool_text(d: dict[str, Any]) -> None:
+        rec = d["output"]["ops"][n]["result"]["written"][j]
+        rec["content"] = f"Remember: {chunk}"
+
+    def tool_event(d: dict[str, Any]) -> None:  # make sure the chunk is traced tool output
+        d["memory_ops"][6]["args"]["payload"]["summary"] = chunk
+    mutations = {f"{surface}.json": copy_tool_text}
+    if "ENOENT" not in chunk:
+        mutations["input.json"] = tool_event
+
+        def cap_event(d: dict[str, Any]) -> None:
+            copy_tool_text(d)
+            for key in ("args", "result"):
+                d["output"]["ops"][6][key]["payload"]["summary"] = chunk
+        mutations[f"{surface}.json"] = cap_event
+    r = replay_baseline(name, mutations)
+    esc = [d for d in find(r.legacy_defects, "trust.escalated", surface)]
+    assert esc and all(d.attribution == "baseline" for d in esc)
+    assert any(d.detail["source_trust"] == "external" for d in esc)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_legacy_cut_under_its_own_limit_is_named(data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(("parallel-tool-calls", "mixed-zh-en",
+                                      "late-tool-result", "unicode-edge-cases")))
+    surface = "cli.compress"
+    raw = dict(next(c for c in scenario(name).captures if c.name == surface).raw)
+    limit = raw["diagnostics"]["resolved_thresholds"]["maxMessages"]
+    if len(scenario(name).input["messages"]) >= limit:
+        return
+    k = data.draw(st.integers(1, 2))
+
+    def cut(d: dict[str, Any]) -> None:  # drop the k oldest non-system messages
+        msgs = messages(d)
+        ordinary = [n for n, m in enumerate(msgs) if m.get("role") != "system"]
+        for n in sorted(ordinary[:k], reverse=True):
+            del msgs[n]
+        d["output"]["stats"]["strategy"] = "truncate"
+    r = replay_baseline(name, {f"{surface}.json": cut})
+    hits = [d for d in find(r.legacy_defects, "drop_reason.unjustified", surface)
+            if d.detail.get("why") == "under_stated_limit"]
+    assert hits, sorted({(d.reason_code, str(d.detail)) for d in r.legacy_defects})
+
+
+@SETTINGS
+@given(data=st.data())
+def test_desktop_summary_over_a_failed_recording_is_degraded_masked(
+        data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(("provider-summary-ok", "provider-usage-unknown",
+                                      "two-successive-compactions")))
+    surface = "desktop.compress"
+    variant = data.draw(st.sampled_from(("error", "prose")))
+
+    def fail(d: dict[str, Any]) -> None:
+        for x in d["provider_responses"]:
+            if x["surface"] == "desktop":
+                if variant == "error":
+                    x["error"] = {"name": "Error", "message": "upstream 500", "code": None}
+                    x["response"] = None
+                else:
+                    x["response"]["text"] = "I could not produce a summary."
+    r = replay_baseline(name, {"input.json": fail})
+    _baseline(r, "provider.degraded_masked", surface)
