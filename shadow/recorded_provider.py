@@ -126,32 +126,19 @@ def _answer(r: Mapping[str, Any]) -> RecordedAnswer:
     return RecordedAnswer("ok", content if isinstance(content, str) else None, usage)
 
 
-def _strings(value: Any) -> list[str]:
-    out: list[str] = []
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            out.append(v)
-        elif isinstance(v, Mapping):
-            stack.extend(v.values())
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
-    return out
-
-
 def secret_calls(doc: Mapping[str, Any], surface: str, entry: str | None = None) -> list[int]:
     """Recorded calls whose *request* carried secret material (what the provider — or a
     summarizer — was actually sent), by the kernel's own secret detectors.  ``entry``
     None: every exchange of the surface."""
     from shadow.canonical import has_secret
+    from shadow.divergence.provenance import string_leaves
 
     recs = exchanges(doc, surface, entry) if entry is not None else [
         r for r in doc.get("provider_responses") or ()
         if isinstance(r, Mapping) and r.get("surface") == surface]
     out = []
     for n, r in enumerate(recs, 1):
-        if any(has_secret(t) for t in _strings(r.get("request"))):
+        if any(has_secret(t) for t in string_leaves(r.get("request"))):
             call = r.get("call")
             out.append(call if isinstance(call, int) and not isinstance(call, bool) else n)
     return sorted(out)

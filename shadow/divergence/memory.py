@@ -51,18 +51,8 @@ def _selector(op: MemOp) -> Mapping[str, Any] | None:
 
 
 def evidence_text(payload: Mapping[str, Any]) -> str:
-    """The text a traced event contributes (every string of its payload)."""
-    parts: list[str] = []
-    stack: list[Any] = [payload]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            parts.append(v)
-        elif isinstance(v, Mapping):
-            stack.extend(reversed([v[k] for k in v if k not in ("role", "type")]))
-        elif isinstance(v, list):
-            stack.extend(reversed(v))
-    return "\n".join(parts)
+    """The text a traced event contributes (every string of its payload but its role)."""
+    return "\n".join(prov.string_leaves(payload, frozenset({"role", "type"})))
 
 
 def evidence_trust(event_type: str, payload: Mapping[str, Any]) -> str:

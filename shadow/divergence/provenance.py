@@ -77,26 +77,32 @@ def tokens(text: str) -> list[str]:
     return out
 
 
-def parts(text: str) -> list[str]:
-    """The raw text and, when it is JSON, every string leaf."""
-    out = [text]
-    stripped = text.lstrip()
-    if not stripped or stripped[0] not in "{[\"":
-        return out
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return out
-    stack = [doc]
+def string_leaves(value: Any, skip_keys: frozenset[str] = frozenset()) -> list[str]:
+    """Every string in a JSON value, in document order (object members named in
+    ``skip_keys`` left out)."""
+    out: list[str] = []
+    stack = [value]
     while stack:
         v = stack.pop()
         if isinstance(v, str):
             out.append(v)
         elif isinstance(v, Mapping):
-            stack.extend(reversed(list(v.values())))
-        elif isinstance(v, list):
+            stack.extend(reversed([x for k, x in v.items() if k not in skip_keys]))
+        elif isinstance(v, (list, tuple)):
             stack.extend(reversed(v))
     return out
+
+
+def parts(text: str) -> list[str]:
+    """The raw text and, when it is JSON, every string leaf."""
+    stripped = text.lstrip()
+    if not stripped or stripped[0] not in "{[\"":
+        return [text]
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return [text]
+    return [text, *string_leaves(doc)]
 
 
 def _hash(window: Sequence[str]) -> str:

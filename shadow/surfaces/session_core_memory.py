@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from shadow.canonical import Canon, has_secret, record_id
-from shadow.divergence.provenance import sketch
+from shadow.divergence.provenance import sketch, string_leaves
 from shadow.fixtures import Capture
 from shadow.projection import MemOp, MemoryProjection, MemRecord, Projection, content_digest
-from shadow.recorded_provider import _strings, facts_truth
+from shadow.recorded_provider import facts_truth
 from shadow.surfaces.cli_compress import error_category
 
 
@@ -160,7 +160,7 @@ def _summarizer(st: _State, index: int, args: Any, result: Any) -> dict[str, Any
         (w.get("metadata") or {}).get("degraded") for w in res.get("written") or ()
         if isinstance(w, Mapping) and isinstance(w.get("metadata"), Mapping)]
     return {"truth": facts_truth(ex), "degraded": any(m is True for m in marks),
-            "sent_secret": any(has_secret(t) for t in _strings(ex.get("request")))}
+            "sent_secret": any(has_secret(t) for t in string_leaves(ex.get("request")))}
 
 
 def _consolidate(st: _State, i: int, op: str, args: Any, result: Any, error: Any) -> MemOp:

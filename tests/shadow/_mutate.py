@@ -18,7 +18,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hypothesis import HealthCheck, settings
+
+from shadow import codes
 from shadow.candidate import KernelCandidate, RecordedCandidate, write_recorded
+from shadow.canonical import canonicalize
 from shadow.divergence import Divergence
 from shadow.fixtures import Scenario, load_corpus, validate_capture, validate_input
 from shadow.intended import load as load_rules
@@ -110,3 +114,45 @@ def messages(doc: Any) -> list[dict[str, Any]]:
 def items_where(doc: Mapping[str, Any], pred: Callable[[Mapping[str, Any]], bool]
                 ) -> list[str]:
     return [it["id"] for it in doc["items"] if pred(it)]
+
+
+# --------------------------------------------------------------------------- shared by the suites
+
+SETTINGS = settings(max_examples=20, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+MESSAGE_SURFACES = ("cli.compress", "desktop.compress", "desktop.context-engineering",
+                    "cli.jsonl-session")
+PAIR_FIXTURES = ("parallel-tool-calls", "late-tool-result", "prompt-injection-web-fetch",
+                 "windows-paths", "claude-3-5-sonnet", "mixed-zh-en")
+
+
+def expect_candidate(r: Any, code: str, surface: str, item: str | None = None) -> None:
+    hits = [d for d in find(r.divergences, code, surface, item) if d.attribution == "candidate"]
+    assert hits, (code, surface, item, sorted({d.reason_code for d in r.divergences}))
+    rc = codes.get(code)
+    if rc.nogo or rc.protection:
+        assert all(d.severity == "blocking" for d in hits)
+        assert any(d.severity == "blocking" for d in r.divergences)  # the run is NO-GO
+
+
+def expect_baseline(r: Any, code: str, surface: str, item: str | None = None) -> None:
+    hits = find(r.legacy_defects, code, surface, item)
+    assert hits, (code, surface, item, sorted({d.reason_code for d in r.legacy_defects}))
+    assert all(d.attribution == "baseline" and d.severity != "blocking" for d in hits)
+
+
+def kept(doc: dict[str, Any], pred: Any) -> list[str]:
+    return [it["id"] for it in doc["items"] if it["origin"] == "input" and pred(it)]
+
+
+def drop(doc: dict[str, Any], item_id: str, reason: str = "input_budget") -> None:
+    doc["items"] = [it for it in doc["items"] if it["id"] != item_id]
+    doc["dropped"] = [d for d in doc["dropped"] if d["id"] != item_id] + [
+        {"id": item_id, "reason": reason}]
+
+
+def canon_of(name: str) -> Any:
+    sc = scenario(name)
+    return canonicalize(name, sc.input)
+
+

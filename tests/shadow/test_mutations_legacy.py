@@ -1,397 +1,37 @@
-"""The mutation suite: every NO-GO class, every protection and every detection, injected
-into copies of real captures (the baseline side) and into the live kernel's recorded
-candidate (the candidate side), on every surface where it applies, with hypothesis
-choosing the fixture, the item and the variant.  Each must be found with the right code
-and attribution; benign noise on every surface must add nothing above ``info``.
-
-Baseline-side defects are legacy defects (``legacy_defects``, attribution ``baseline``,
-never blocking); candidate-side defects of a NO-GO class or a protection are
-``blocking`` and make the run NO-GO.
+"""The mutation suite, legacy side: every NO-GO class, protection and detection injected
+into copies of real captures (in memory, re-validated as files are), on every surface
+where it applies, hypothesis choosing the fixture, the item and the variant.  Each is a
+legacy defect (``legacy_defects``, attribution ``baseline``, never blocking).  Benign
+noise on every surface — key order, token counts, timings, freshness stamps, memory and
+tool-call ids renamed under the captures' determinism rules — adds nothing above
+``info``.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import re
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from shadow import codes
-from shadow.canonical import canonicalize
-from shadow.divergence.provenance import sketch
 from shadow.recorded_provider import parse_summary
 from tests.shadow._mutate import (
+    PAIR_FIXTURES,
+    SETTINGS,
+    canon_of,
+    drop,
+    expect_baseline,
+    expect_candidate,
     find,
     judged,
     live,
     messages,
-    projection_doc,
     replay_baseline,
     replay_candidate,
     scenario,
 )
-
-SETTINGS = settings(max_examples=20, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow])
-MESSAGE_SURFACES = ("cli.compress", "desktop.compress", "desktop.context-engineering",
-                    "cli.jsonl-session")
-PAIR_FIXTURES = ("parallel-tool-calls", "late-tool-result", "prompt-injection-web-fetch",
-                 "windows-paths", "claude-3-5-sonnet", "mixed-zh-en")
-
-
-def _candidate(r: Any, code: str, surface: str, item: str | None = None) -> None:
-    hits = [d for d in find(r.divergences, code, surface, item) if d.attribution == "candidate"]
-    assert hits, (code, surface, item, sorted({d.reason_code for d in r.divergences}))
-    rc = codes.get(code)
-    if rc.nogo or rc.protection:
-        assert all(d.severity == "blocking" for d in hits)
-        assert any(d.severity == "blocking" for d in r.divergences)  # the run is NO-GO
-
-
-def _baseline(r: Any, code: str, surface: str, item: str | None = None) -> None:
-    hits = find(r.legacy_defects, code, surface, item)
-    assert hits, (code, surface, item, sorted({d.reason_code for d in r.legacy_defects}))
-    assert all(d.attribution == "baseline" and d.severity != "blocking" for d in hits)
-
-
-def _kept(doc: dict[str, Any], pred: Any) -> list[str]:
-    return [it["id"] for it in doc["items"] if it["origin"] == "input" and pred(it)]
-
-
-def _drop(doc: dict[str, Any], item_id: str, reason: str = "input_budget") -> None:
-    doc["items"] = [it for it in doc["items"] if it["id"] != item_id]
-    doc["dropped"] = [d for d in doc["dropped"] if d["id"] != item_id] + [
-        {"id": item_id, "reason": reason}]
-
-
-def _canon(name: str) -> Any:
-    sc = scenario(name)
-    return canonicalize(name, sc.input)
-
-
-# =========================================================================== candidate side
-
-
-@SETTINGS
-@given(data=st.data())
-def test_candidate_tool_pair_split_and_mismatch_block(data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(PAIR_FIXTURES))
-    surface = data.draw(st.sampled_from([s for s in MESSAGE_SURFACES
-                                         if any(c.name == s for c in scenario(name).captures)]))
-    doc = projection_doc(name, surface)
-    results = _kept(doc, lambda it: it.get("tool_role") == "result" and it.get("tool_call_id"))
-    if not results:
-        return
-    victim = data.draw(st.sampled_from(results))
-    if data.draw(st.booleans()):
-        r = replay_candidate(name, surface, lambda d: _drop(d, victim))
-        _candidate(r, "tool_pair.split", surface, victim)
-    else:
-        calls = _kept(doc, lambda it: it.get("tool_role") == "call")
-
-        def rebind(d: dict[str, Any]) -> None:
-            for it in d["items"]:
-                if it["id"] == victim:
-                    other = next((c for c in calls if c != it.get("tool_call_id")), None)
-                    if other is None:
-                        it["detail"] = {**it.get("detail", {}), "binding_lost": True}
-                    it["tool_call_id"] = other
-        r = replay_candidate(name, surface, rebind)
-        _candidate(r, "tool_pair.mismatch", surface, victim)
-
-
-@SETTINGS
-@given(data=st.data())
-def test_candidate_pending_loss_blocks(data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(("pending-approval", "pending-question-text")))
-    surface = data.draw(st.sampled_from([c.name for c in scenario(name).captures
-                                         if c.name in MESSAGE_SURFACES]))
-    canon = _canon(name)
-    doc = projection_doc(name, surface)
-    pending = [i for i in _kept(doc, lambda it: True)
-               if (b := canon.session.by_id[i].binding).get("toolOutcome") == "pending"
-               or b.get("questionId")]
-    if not pending:
-        return
-    victim = data.draw(st.sampled_from(pending))
-    r = replay_candidate(name, surface, lambda d: _drop(d, victim))
-    _candidate(r, "pending.lost", surface, victim)
-
-
-@SETTINGS
-@given(data=st.data())
-def test_candidate_dropping_a_protected_item_blocks(data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(("pinned-messages", "short-session", "pending-approval",
-                                      "long-en-coding-session", "mixed-zh-en")))
-    surface = data.draw(st.sampled_from([c.name for c in scenario(name).captures
-                                         if c.name in MESSAGE_SURFACES]))
-    canon = _canon(name)
-    doc = projection_doc(name, surface)
-    protected = [i for i in _kept(doc, lambda it: True)
-                 if (ci := canon.session.by_id[i]).pinned
-                 or ci.binding.get("requiredForRecovery")
-                 or (ci.kind == "system-policy" and ci.trust == "host")]
-    victim = data.draw(st.sampled_from(protected))
-    reason = data.draw(st.sampled_from(("input_budget", "partition_ceiling", "duplicate")))
-    r = replay_candidate(name, surface, lambda d: _drop(d, victim, reason))
-    _candidate(r, "protected.dropped", surface, victim)
-
-
-@SETTINGS
-@given(data=st.data())
-def test_candidate_altering_pinned_or_policy_content_blocks(data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(("pinned-messages", "short-session", "windows-paths")))
-    surface = data.draw(st.sampled_from([c.name for c in scenario(name).captures
-                                         if c.name in MESSAGE_SURFACES]))
-    canon = _canon(name)
-    doc = projection_doc(name, surface)
-    targets = [i for i in _kept(doc, lambda it: True)
-               if canon.session.by_id[i].pinned or canon.session.by_id[i].kind == "system-policy"]
-    if not targets:
-        return
-    victim = data.draw(st.sampled_from(targets))
-    digest = "sha256:" + data.draw(st.sampled_from("0123456789abcdef")) * 64
-
-    def alter(d: dict[str, Any]) -> None:
-        for it in d["items"]:
-            if it["id"] == victim:
-                it["digest"] = digest
-    r = replay_candidate(name, surface, alter)
-    code = "pinned.altered" if canon.session.by_id[victim].pinned else "system_policy.altered"
-    _candidate(r, code, surface, victim)
-
-
-@SETTINGS
-@given(data=st.data())
-def test_candidate_trust_escalation_blocks(data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(("prompt-injection-web-fetch", "parallel-tool-calls",
-                                      "windows-paths")))
-    surface = data.draw(st.sampled_from(("cli.compress", "desktop.compress",
-                                         "desktop.context-engineering")))
-    doc = projection_doc(name, surface)
-    results = _kept(doc, lambda it: it.get("tool_role") == "result")
-    victim = data.draw(st.sampled_from(results))
-    how = data.draw(st.sampled_from(("host", "verified", "system")))
-
-    def promote(d: dict[str, Any]) -> None:
-        for it in d["items"]:
-            if it["id"] == victim:
-                if how == "system":
-                    it["role"] = "system"
-                else:
-                    it["trust"] = how
-    r = replay_candidate(name, surface, promote)
-    _candidate(r, "trust.escalated", surface, victim)
-
-
-@SETTINGS
-@given(data=st.data())
-def test_candidate_summary_of_untrusted_text_rendered_as_system_blocks(
-        data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(("prompt-injection-web-fetch", "provider-summary-ok",
-                                      "provider-failure")))
-    surface = "cli.provider-compaction"
-
-    def as_system(d: dict[str, Any]) -> None:
-        for it in d["items"]:
-            if it["kind"] == "summary":
-                it["role"] = "system" if data.draw(st.booleans()) else it.get("role")
-                it["trust"] = "host"
-    r = replay_candidate(name, surface, as_system)
-    _candidate(r, "trust.escalated", surface, "~summary.1")
-
-
-@SETTINGS
-@given(data=st.data())
-def test_candidate_secret_leak_blocks(data: st.DataObject) -> None:
-    name = "secrets-in-tool-output"
-    canon = _canon(name)
-    secrets = sorted(i for i, ci in canon.session.by_id.items() if ci.sensitivity == "secret")
-    victim = data.draw(st.sampled_from(secrets))
-    surface = data.draw(st.sampled_from(("cli.compress", "desktop.compress",
-                                         "cli.provider-compaction")))
-    sink = data.draw(st.sampled_from(("output", "summarizer")))
-
-    def leak(d: dict[str, Any]) -> None:
-        if sink == "summarizer":
-            d["facts"] = {**d.get("facts", {}), "provider_inputs": [victim]}
-            return
-        ci = canon.session.by_id[victim]
-        d["dropped"] = [x for x in d["dropped"] if x["id"] != victim]
-        d["items"].append({"id": victim, "kind": ci.kind, "origin": "input",
-                           "digest": ci.digest, "length": len(ci.content), "role": ci.role,
-                           "trust": ci.trust, "sensitivity": ci.sensitivity})
-    r = replay_candidate(name, surface, leak)
-    _candidate(r, "secret.leaked", surface, victim)
-
-
-@SETTINGS
-@given(data=st.data())
-def test_candidate_provider_masking_blocks(data: st.DataObject) -> None:
-    variant = data.draw(st.sampled_from(("invalid", "error", "no-usage", "cancelled")))
-    name = {"invalid": "provider-invalid-json", "error": "provider-failure",
-            "no-usage": "provider-usage-unknown", "cancelled": "provider-cancelled"}[variant]
-    surface = data.draw(st.sampled_from(("cli.provider-compaction", "desktop.compress")))
-
-    def mask(d: dict[str, Any]) -> None:
-        d["status"], d["error"] = "ok", None
-        d["provider"] = {**d["provider"], "status": "committed", "degraded": False,
-                         "degraded_reason": None, "usage": "known", "cancelled": False}
-    r = replay_candidate(name, surface, mask)
-    code = {"invalid": "provider.degraded_masked", "error": "provider.degraded_masked",
-            "no-usage": "provider.usage_unknown_masked",
-            "cancelled": "provider.cancel_swallowed"}[variant]
-    _candidate(r, code, surface)
-
-
-@SETTINGS
-@given(data=st.data())
-def test_candidate_memory_faults_block(data: st.DataObject) -> None:
-    variant = data.draw(st.sampled_from(("scope", "backfill", "overbroad", "sensitivity",
-                                         "trust")))
-    name = {"scope": data.draw(st.sampled_from(("memory-clear-scope", "memory-scopes-overlap",
-                                                "memory-recall-chinese"))),
-            "backfill": "memory-update-remove", "overbroad": "memory-clear-scope",
-            "sensitivity": "memory-recall-chinese", "trust": "memory-consolidate-trace"}[variant]
-    surface = "session-core.memory"
-    doc = projection_doc(name, surface)
-    recs = [r for r in doc["memory"]["records"] if r["state"] not in ("deleted", "purged")]
-    deleted = [r["id"] for r in doc["memory"]["records"] if r["state"] == "deleted"]
-
-    if variant == "scope":
-        victim = data.draw(st.sampled_from([r["id"] for r in recs if r["scope"] != "global"]))
-
-        def widen(d: dict[str, Any]) -> None:
-            for r in d["memory"]["records"]:
-                if r["id"] == victim:
-                    r["scope"], r["scope_id"] = "global", None
-        _candidate(replay_candidate(name, surface, widen), "memory.scope_expanded", surface)
-    elif variant == "backfill":
-        victim = data.draw(st.sampled_from(deleted))
-
-        def revive(d: dict[str, Any]) -> None:
-            for r in d["memory"]["records"]:
-                if r["id"] == victim:
-                    r["state"] = "active"
-        _candidate(replay_candidate(name, surface, revive), "deletion.backfill", surface,
-                   victim)
-    elif variant == "overbroad":
-        clears = [o for o in doc["memory"]["ops"] if o["op"] == "clear_scope"
-                  or o["op"] == "clearScope"]
-        op = data.draw(st.sampled_from([o["index"] for o in clears if o["status"] == "ok"]))
-        sel = next(o for o in clears if o["index"] == op)["detail"]["selector"]
-        others = [r["id"] for r in doc["memory"]["records"] if r["scope"] != sel["scope"]]
-
-        def overbroad(d: dict[str, Any]) -> None:
-            for o in d["memory"]["ops"]:
-                if o["index"] == op:
-                    o["deleted"] = [*o["deleted"], others[0]]
-            for r in d["memory"]["records"]:
-                if r["id"] == others[0]:
-                    r["state"] = "deleted"
-        _candidate(replay_candidate(name, surface, overbroad), "deletion.overbroad", surface)
-    elif variant == "sensitivity":
-        victim = data.draw(st.sampled_from([r["id"] for r in recs]))
-
-        def lower(d: dict[str, Any]) -> None:
-            for r in d["memory"]["records"]:
-                if r["id"] == victim:
-                    r["content_sensitivity"] = "secret"
-        _candidate(replay_candidate(name, surface, lower), "memory.sensitivity_lowered",
-                   surface, victim)
-    else:
-        events = [c for c in _canon(name).memory or () if c.op == "trace_record"
-                  and c.args.get("type") == "error" and (c.args.get("payload") or {})]
-        ev = data.draw(st.sampled_from(events))
-        text = "Error encountered: " + str(ev.args["payload"].get("message")
-                                           or ev.args["payload"].get("error"))
-        victim = data.draw(st.sampled_from([r["id"] for r in recs]))
-
-        def escalate(d: dict[str, Any]) -> None:
-            for r in d["memory"]["records"]:
-                if r["id"] == victim:
-                    r["shingles"] = sketch(text)
-        if not sketch(text):
-            return
-        _candidate(replay_candidate(name, surface, escalate), "trust.escalated", surface,
-                   victim)
-
-
-@SETTINGS
-@given(data=st.data())
-def test_candidate_consolidation_summariser_faults_block(data: st.DataObject) -> None:
-    name, surface = "memory-consolidate-trace", "session-core.memory"
-    variant = data.draw(st.sampled_from(("error", "invalid", "cancelled", "secret")))
-    op = data.draw(st.sampled_from([o["index"] for o in projection_doc(name, surface)
-                                    ["memory"]["ops"] if o["op"] == "consolidate"
-                                    and o["status"] == "ok"]))
-
-    def fault(d: dict[str, Any]) -> None:
-        for o in d["memory"]["ops"]:
-            if o["index"] == op:
-                truth = "ok" if variant == "secret" else variant
-                o["detail"] = {**o["detail"], "summarizer": {
-                    "truth": truth, "degraded": False, "sent_secret": variant == "secret"}}
-    r = replay_candidate(name, surface, fault)
-    code = {"error": "provider.degraded_masked", "invalid": "provider.degraded_masked",
-            "cancelled": "provider.cancel_swallowed", "secret": "secret.leaked"}[variant]
-    _candidate(r, code, surface)
-
-
-@SETTINGS
-@given(data=st.data())
-def test_candidate_writes_and_unrecorded_requests_block(data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(("provider-summary-ok", "short-session",
-                                      "parallel-tool-calls")))
-    surface = data.draw(st.sampled_from([c.name for c in scenario(name).captures]))
-    variant = data.draw(st.sampled_from(("dual", "write", "request")))
-
-    def effect(d: dict[str, Any]) -> None:
-        if variant == "dual":
-            d["writers"] = ["kernel:session-port", "legacy:jsonl-session-store"]
-        elif variant == "write":
-            d["writers"] = ["kernel:session-port"]
-        else:
-            d["side_effects"] = [{"kind": "provider_request", "target": "x#9",
-                                  "recorded": False}]
-    r = replay_candidate(name, surface, effect)
-    _candidate(r, "writer.dual" if variant == "dual" else "shadow.side_effect", surface)
-
-
-@SETTINGS
-@given(data=st.data())
-def test_candidate_false_claims_and_alterations_are_its_own(data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(("long-en-coding-session", "mixed-zh-en",
-                                      "parallel-tool-calls")))
-    surface = data.draw(st.sampled_from(("cli.compress", "desktop.compress")))
-    canon = _canon(name)
-    doc = projection_doc(name, surface)
-    plain = [i for i in _kept(doc, lambda it: it.get("role") == "assistant"
-                              and not it.get("tool_role"))
-             if not canon.session.by_id[i].binding and canon.session.by_id[i].content]
-    victim = data.draw(st.sampled_from(plain))
-    variant = data.draw(st.sampled_from(("duplicate", "altered", "reordered")))
-    if variant == "duplicate":
-        r = replay_candidate(name, surface, lambda d: _drop(d, victim, "duplicate"))
-        _candidate(r, "drop_reason.unjustified", surface, victim)
-    elif variant == "altered":
-        def alter(d: dict[str, Any]) -> None:
-            for it in d["items"]:
-                if it["id"] == victim:
-                    it["digest"] = "sha256:" + "e" * 64
-        r = replay_candidate(name, surface, alter)
-        _candidate(r, "alteration.unjustified", surface, victim)
-    else:
-        def move(d: dict[str, Any]) -> None:
-            it = next(x for x in d["items"] if x["id"] == victim)
-            d["items"].remove(it)
-            d["items"].insert(0, it)
-        r = replay_candidate(name, surface, move)
-        _candidate(r, "item.reordered", surface)
-
 
 # =========================================================================== baseline side
 
@@ -404,7 +44,7 @@ def _baselines(name: str) -> list[Any]:
     from shadow.surfaces import adapter_for
 
     sc = scenario(name)
-    canon = _canon(name)
+    canon = canon_of(name)
     sib = {c.name: c for c in sc.captures}
     return [adapter_for(c.name)(canon, c, sib) for c in sc.captures]  # type: ignore[misc]
 
@@ -426,7 +66,7 @@ def test_legacy_tool_pair_split_and_mismatch_are_named(data: st.DataObject) -> N
     if tcid not in calls:
         return
     split = data.draw(st.booleans())
-    canon = _canon(name)
+    canon = canon_of(name)
     result_id = next(it.item_id for it in canon.session.items
                      if it.legacy_tool_id == tcid and it.tool_role == "result")
 
@@ -437,7 +77,7 @@ def test_legacy_tool_pair_split_and_mismatch_are_named(data: st.DataObject) -> N
         else:
             msgs[pos]["tool_call_id"] = next((c for c in calls if c != tcid), "call_nowhere")
     r = replay_baseline(name, {f"{surface}.json": mutate})
-    _baseline(r, "tool_pair.split" if split else "tool_pair.mismatch", surface, result_id)
+    expect_baseline(r, "tool_pair.split" if split else "tool_pair.mismatch", surface, result_id)
 
 
 @SETTINGS
@@ -448,7 +88,7 @@ def test_legacy_pending_and_protected_losses_are_named(data: st.DataObject) -> N
     surface = data.draw(st.sampled_from([c.name for c in scenario(name).captures
                                          if c.name in ("cli.compress", "desktop.compress",
                                                        "desktop.context-engineering")]))
-    canon = _canon(name)
+    canon = canon_of(name)
     kept = _out_ids(name, surface)
     cands = [i for i in kept if i in canon.session.by_id and (
         canon.session.by_id[i].binding.get("toolOutcome") == "pending"
@@ -470,7 +110,7 @@ def test_legacy_pending_and_protected_losses_are_named(data: st.DataObject) -> N
                 return
     r = replay_baseline(name, {f"{surface}.json": remove})
     code = "pending.lost" if ci.tool_role == "call" else "protected.dropped"
-    _baseline(r, code, surface, victim)
+    expect_baseline(r, code, surface, victim)
 
 
 @SETTINGS
@@ -480,7 +120,7 @@ def test_legacy_altering_pinned_or_policy_content_is_named(data: st.DataObject) 
     surface = data.draw(st.sampled_from([c.name for c in scenario(name).captures
                                          if c.name in ("cli.compress", "desktop.compress",
                                                        "desktop.context-engineering")]))
-    canon = _canon(name)
+    canon = canon_of(name)
     kept = _out_ids(name, surface)
     cands = [i for i in kept if i in canon.session.by_id and (
         canon.session.by_id[i].pinned or canon.session.by_id[i].kind == "system-policy")]
@@ -497,11 +137,11 @@ def test_legacy_altering_pinned_or_policy_content_is_named(data: st.DataObject) 
                 return
     r = replay_baseline(name, {f"{surface}.json": alter})
     code = "pinned.altered" if ci.pinned else "system_policy.altered"
-    _baseline(r, code, surface, victim)
+    expect_baseline(r, code, surface, victim)
 
 
 def _untrusted_texts(name: str) -> list[tuple[str, str]]:
-    canon = _canon(name)
+    canon = canon_of(name)
     out = []
     for ci in canon.session.items:
         if ci.trust in ("external", "untrusted") and ci.tool_role == "result":
@@ -553,7 +193,7 @@ def test_legacy_summary_carrying_untrusted_text_is_trust_escalated(
 
 def test_summary_of_trusted_text_only_is_never_trust_escalated() -> None:
     name, surface = "provider-summary-ok", "cli.provider-compaction"
-    canon = _canon(name)
+    canon = canon_of(name)
     said = [ci.content for ci in canon.session.items if ci.role == "user" and ci.content]
 
     def only_user_words(d: dict[str, Any]) -> None:
@@ -595,7 +235,7 @@ def test_legacy_provider_failures_masked_are_named(data: st.DataObject) -> None:
             st_.pop("summaryUsageUnknown", None)
             d["output"]["degradedEvent"] = None
         r = replay_baseline(name, {f"{surface}.json": mask})
-        _baseline(r, "provider.degraded_masked", surface)
+        expect_baseline(r, "provider.degraded_masked", surface)
     elif variant == "usage":
         name = data.draw(st.sampled_from([
             n for n in ("provider-summary-ok", "provider-invalid-json", "large-tool-output-1mib",
@@ -609,7 +249,7 @@ def test_legacy_provider_failures_masked_are_named(data: st.DataObject) -> None:
                 if x["surface"] == "cli" and isinstance(x.get("response"), dict):
                     x["response"].pop("usage", None)
         r = replay_baseline(name, {"input.json": no_usage})
-        _baseline(r, "provider.usage_unknown_masked", surface)
+        expect_baseline(r, "provider.usage_unknown_masked", surface)
     else:
         name = "provider-cancelled"
         ok = copy.deepcopy(dict(next(c for c in scenario("provider-failure").captures
@@ -618,7 +258,7 @@ def test_legacy_provider_failures_masked_are_named(data: st.DataObject) -> None:
         def swallow(d: dict[str, Any]) -> None:
             d["error"], d["output"] = None, ok
         r = replay_baseline(name, {f"{surface}.json": swallow})
-        _baseline(r, "provider.cancel_swallowed", surface)
+        expect_baseline(r, "provider.cancel_swallowed", surface)
 
 
 @SETTINGS
@@ -696,9 +336,9 @@ def test_legacy_consolidation_summariser_faults_are_named(variant: str,
     name, surface = "memory-consolidate-trace", "session-core.memory"
     r = replay_baseline(name, _llm_consolidation(variant, secret_fact))
     if variant in ("error", "invalid"):
-        _baseline(r, "provider.degraded_masked", surface)
+        expect_baseline(r, "provider.degraded_masked", surface)
     elif variant == "cancelled":
-        _baseline(r, "provider.cancel_swallowed", surface)
+        expect_baseline(r, "provider.cancel_swallowed", surface)
     elif variant == "secret":
         assert [d for d in find(r.legacy_defects, "secret.leaked", surface)
                 if d.detail.get("sink") == "summarizer request"]
@@ -706,8 +346,8 @@ def test_legacy_consolidation_summariser_faults_are_named(variant: str,
         assert not find(r.legacy_defects, "provider.degraded_masked", surface)
         assert not find(r.legacy_defects, "provider.cancel_swallowed", surface)
     if secret_fact:
-        _baseline(r, "memory.sensitivity_lowered", surface)
-    _baseline(r, "memory.scope_expanded", surface)  # agent scope from a session trace
+        expect_baseline(r, "memory.sensitivity_lowered", surface)
+    expect_baseline(r, "memory.scope_expanded", surface)  # agent scope from a session trace
 
 
 @SETTINGS
@@ -726,7 +366,7 @@ def test_legacy_memory_scope_and_deletion_faults_are_named(data: st.DataObject) 
         def widen(d: dict[str, Any]) -> None:
             d["output"]["ops"][op]["result"]["scope"] = "global"
         r = replay_baseline(name, {f"{surface}.json": widen})
-        _baseline(r, "memory.scope_expanded", surface, f"{name}:op{op:04d}")
+        expect_baseline(r, "memory.scope_expanded", surface, f"{name}:op{op:04d}")
     else:
         name = "memory-update-remove"
 
@@ -734,7 +374,7 @@ def test_legacy_memory_scope_and_deletion_faults_are_named(data: st.DataObject) 
             ops = d["output"]["ops"]
             ops[9]["result"] = dict(ops[1]["result"])
         r = replay_baseline(name, {f"{surface}.json": revive})
-        _baseline(r, "deletion.backfill", surface, f"{name}:op0001")
+        expect_baseline(r, "deletion.backfill", surface, f"{name}:op0001")
 
 
 @SETTINGS
@@ -746,7 +386,7 @@ def test_legacy_false_drop_claims_are_named(data: st.DataObject) -> None:
     raw = next(c for c in scenario(name).captures if c.name == surface).raw
     msgs = messages(dict(raw))
     variant = data.draw(st.sampled_from(("dedup", "similar", "truncate")))
-    canon = _canon(name)
+    canon = canon_of(name)
     if variant == "dedup":  # a kept tool-call message dropped as a "duplicate"
         pos = [n for n, m in enumerate(msgs) if m.get("tool_calls")]
         if not pos:
@@ -819,7 +459,7 @@ def test_context_over_budget_for_a_pinned_item_is_never_the_candidates_fault() -
         assert mism[0].detail["candidate_refusal"] == "verified"
         assert mism[0].attribution in ("baseline", "intended") and \
             mism[0].severity != "blocking"
-        _baseline(r, "pinned.altered", surface)
+        expect_baseline(r, "pinned.altered", surface)
     # with no legacy defect to explain it, the reviewed rule ID-014 does (design §17)
     r = replay_baseline(name, {"input.json": pin})
     mism = [d for d in judged(r) if d.reason_code == "outcome.error_mismatch"]
@@ -858,97 +498,6 @@ def test_kernel_degrades_a_schema_invalid_provider_summary(data: st.DataObject) 
                 if d.attribution in ("candidate", "both")]
 
 
-# =========================================================================== benign noise
-
-
-def _reverse_keys(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {k: _reverse_keys(v[k]) for k in reversed(list(v))}
-    if isinstance(v, list):
-        return [_reverse_keys(x) for x in v]
-    return v
-
-
-def _noise(doc: dict[str, Any], delta: int) -> None:
-    out = doc.get("output")
-    if not isinstance(out, dict):
-        return
-    stats = out.get("stats") if isinstance(out.get("stats"), dict) else out
-    for k in ("originalTokens", "compressedTokens", "tokensSaved", "saved"):
-        if isinstance(stats.get(k), int):
-            stats[k] += delta
-    if "processingTime" in out:
-        out["processingTime"] = abs(delta) * 7
-    for chip in out.get("chips") or ():
-        chip["estimatedTokens"] = max(1, chip["estimatedTokens"] + delta)
-        chip["freshness"] = {**(chip.get("freshness") or {}),
-                             "capturedAt": "2030-01-01T00:00:00.000Z"}
-    for ev in out.get("events") or ():
-        if isinstance(ev, dict) and "ts" in ev:
-            ev["ts"] += 1
-
-
-_NOISE_FIXTURES = ("pending-approval", "provider-summary-ok", "ide-pin-remove-refresh",
-                   "memory-update-remove", "replay-cc-summary", "parallel-tool-calls")
-
-
-@SETTINGS
-@given(name=st.sampled_from(_NOISE_FIXTURES), delta=st.integers(-3, 3))
-def test_benign_noise_on_every_surface_adds_nothing_above_info(name: str, delta: int) -> None:
-    sc = scenario(name)
-
-    def noisy(d: dict[str, Any]) -> None:
-        _noise(d, delta)
-        d.update(_reverse_keys(dict(d)))
-
-    def renamed_ids(d: dict[str, Any]) -> None:  # memory ids under the determinism rule
-        text = json.dumps(d)
-        for n, old in enumerate(sorted(set(re.findall(r"mem_[0-9a-f]{16}", text)))):
-            text = text.replace(old, f"mem_{n:016x}")
-        d.clear()
-        d.update(json.loads(text))
-
-    calls = sorted(set(re.findall(r"call_[A-Za-z0-9]{24}", json.dumps(sc.input))))
-    fresh = {old: f"call_{n:024d}" for n, old in enumerate(calls)}
-
-    def renamed_calls(d: dict[str, Any]) -> None:  # seeded tool-call ids, renamed everywhere
-        text = json.dumps(d)
-        for old, new in fresh.items():
-            text = text.replace(old, new)
-        d.clear()
-        d.update(json.loads(text))
-
-    def both(d: dict[str, Any]) -> None:
-        noisy(d)
-        renamed_calls(d)
-
-    mutations: dict[str, Any] = {f"{c.name}.json": both for c in sc.captures}
-    if calls:
-        mutations["input.json"] = renamed_calls
-    if sc.kind == "memory":
-        first = f"{sc.captures[0].name}.json"
-        mutations[first] = lambda d: (noisy(d), renamed_ids(d))
-    r = replay_baseline(name, mutations)
-    from tests.shadow._mutate import above_info
-    assert above_info(r) == above_info(live(name))
-
-
-@SETTINGS
-@given(name=st.sampled_from(_NOISE_FIXTURES), extra=st.integers(0, 50))
-def test_benign_noise_in_a_recorded_candidate_adds_nothing_above_info(name: str,
-                                                                      extra: int) -> None:
-    from tests.shadow._mutate import above_info
-
-    surface = scenario(name).captures[0].name
-
-    def noisy(d: dict[str, Any]) -> None:
-        d["noise"] = {k: (v + extra if isinstance(v, int) else v)
-                      for k, v in d.get("noise", {}).items()}
-        d.update(_reverse_keys(dict(d)))
-    assert above_info(replay_candidate(name, surface, noisy)) == above_info(live(name))
-
-
-
 # =========================================================================== more surfaces
 
 
@@ -971,17 +520,17 @@ def test_ide_pinned_chip_excluded_or_altered_is_named_on_both_sides(data: st.Dat
                 else:
                     c["content"] = c["content"] + " (edited)"
     r = replay_baseline(name, {f"{surface}.json": legacy})
-    _baseline(r, "protected.dropped" if excluded else "pinned.altered", surface, item)
+    expect_baseline(r, "protected.dropped" if excluded else "pinned.altered", surface, item)
 
     def candidate(d: dict[str, Any]) -> None:
         if excluded:
-            _drop(d, item)
+            drop(d, item)
         else:
             for it in d["items"]:
                 if it["id"] == item:
                     it["digest"] = "sha256:" + "c" * 64
     r = replay_candidate(name, surface, candidate)
-    _candidate(r, "protected.dropped" if excluded else "pinned.altered", surface, item)
+    expect_candidate(r, "protected.dropped" if excluded else "pinned.altered", surface, item)
 
 
 @SETTINGS
@@ -995,7 +544,7 @@ def test_legacy_tool_output_rendered_as_system_is_trust_escalated(data: st.DataO
         return
     pos = data.draw(st.sampled_from(tools))
     text = messages(doc)[pos]["content"]
-    canon = _canon(name)
+    canon = canon_of(name)
     src = next(ci.item_id for ci in canon.session.items
                if ci.role == "tool" and ci.content == text)
 
@@ -1086,4 +635,4 @@ def test_desktop_summary_over_a_failed_recording_is_degraded_masked(
                 else:
                     x["response"]["text"] = "I could not produce a summary."
     r = replay_baseline(name, {"input.json": fail})
-    _baseline(r, "provider.degraded_masked", surface)
+    expect_baseline(r, "provider.degraded_masked", surface)
