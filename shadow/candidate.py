@@ -30,7 +30,7 @@ from shadow.boundary import load_path
 from shadow.canonical import Canon, CanonItem, scope_id_of
 from shadow.divergence.provenance import text_sketches
 from shadow.errors import InputError, SideEffectError
-from shadow.fixtures import Capture
+from shadow.fixtures import Capture, compaction_source
 from shadow.projection import (
     Drop,
     PItem,
@@ -126,39 +126,7 @@ class KernelCandidate:
 
     # -- messages ------------------------------------------------------------------------
     def _policy(self, canon: Canon, capture: Capture) -> _Policy:
-        name = base_name(capture.name)
-        ctor = capture.options.get("constructor") if isinstance(
-            capture.options.get("constructor"), Mapping) else {}
-        model = canon.doc.get("model") or {}
-        provider = str(ctor.get("provider") or capture.options.get("provider")
-                       or model.get("provider") or "unknown")
-        model_name = str(ctor.get("model") or capture.options.get("model")
-                         or model.get("model") or "unknown")
-        prof = resolve_profile(provider, model_name)
-        ident = f"{prof.provider}/{prof.model}"
-        sink = f"provider.{prof.provider}"
-        if name == "desktop.compress":
-            budget = int(ctor.get("maxTotalTokens") or 4000)
-            summarizer = None
-            if ctor.get("llmManager") and ctor.get("enableSummarization", True):
-                summarizer = ("desktop", PROVIDER_ENTRIES[name])
-            return _Policy(budget, 0, 0, None, summarizer, ident, sink)
-        if name == "desktop.context-engineering":
-            return _Policy(prof.context_window, prof.output_reserve, prof.safety_margin,
-                           profile=ident, sink=sink)
-        budget = int(ctor.get("maxTokens") or 0) or auto_compact_tokens(prof)
-        safety = max(0, prof.context_window - prof.output_reserve - budget)
-        if budget > prof.context_window - prof.output_reserve:
-            return _Policy(budget, 0, 0, profile=ident, sink=sink)
-        if name == "cli.provider-compaction":
-            ceilings = None
-            if capture.options.get("force"):
-                ceilings = {"trusted-system": budget, "working-state": 0, "tools-and-skills": 0,
-                            "conversation": 0, "tool-evidence": 0, "memory-and-rules": 0}
-            return _Policy(prof.context_window, prof.output_reserve, safety, ceilings,
-                           ("cli", PROVIDER_ENTRIES[name]), ident, sink)
-        return _Policy(prof.context_window, prof.output_reserve, safety, profile=ident,
-                       sink=sink)
+        return surface_policy(canon, capture)
 
     def _messages(self, canon: Canon, capture: Capture) -> Projection:
         session = canon.session
@@ -285,10 +253,7 @@ class KernelCandidate:
     # -- JSONL session store ---------------------------------------------------------------
     def _jsonl(self, canon: Canon, capture: Capture,
                siblings: Mapping[str, Capture]) -> Projection:
-        binding = capture.raw.get("input_binding") if isinstance(
-            capture.raw.get("input_binding"), Mapping) else {}
-        source = str(binding.get("compaction_source") or "cli.compress.json").split(".json")[0]
-        src_capture = siblings.get(source) or siblings.get("cli.compress")
+        src_capture = compaction_source(capture, siblings)
         if src_capture is None:
             return Projection(canon.name, capture.name, "candidate", status="error",
                               error="no_compaction_source")
@@ -339,6 +304,43 @@ class KernelCandidate:
         return Projection(canon.name, capture.name, "candidate", input_ids=ide.all_ids,
                           items=items, dropped=tuple(sorted(drops, key=lambda d: d.id)),
                           facts=facts, noise={"selectedTokens": plan.get("selectedTokens")})
+
+
+def surface_policy(canon: Canon, capture: Capture) -> _Policy:
+    """The candidate policy of a message surface (docs/surfaces.md, "Candidate policy")."""
+    name = base_name(capture.name)
+    ctor = capture.options.get("constructor") if isinstance(
+        capture.options.get("constructor"), Mapping) else {}
+    model = canon.doc.get("model") or {}
+    provider = str(ctor.get("provider") or capture.options.get("provider")
+                   or model.get("provider") or "unknown")
+    model_name = str(ctor.get("model") or capture.options.get("model")
+                     or model.get("model") or "unknown")
+    prof = resolve_profile(provider, model_name)
+    ident = f"{prof.provider}/{prof.model}"
+    sink = f"provider.{prof.provider}"
+    if name == "desktop.compress":
+        budget = int(ctor.get("maxTotalTokens") or 4000)
+        summarizer = None
+        if ctor.get("llmManager") and ctor.get("enableSummarization", True):
+            summarizer = ("desktop", PROVIDER_ENTRIES[name])
+        return _Policy(budget, 0, 0, None, summarizer, ident, sink)
+    if name == "desktop.context-engineering":
+        return _Policy(prof.context_window, prof.output_reserve, prof.safety_margin,
+                       profile=ident, sink=sink)
+    budget = int(ctor.get("maxTokens") or 0) or auto_compact_tokens(prof)
+    safety = max(0, prof.context_window - prof.output_reserve - budget)
+    if budget > prof.context_window - prof.output_reserve:
+        return _Policy(budget, 0, 0, profile=ident, sink=sink)
+    if name == "cli.provider-compaction":
+        ceilings = None
+        if capture.options.get("force"):
+            ceilings = {"trusted-system": budget, "working-state": 0, "tools-and-skills": 0,
+                        "conversation": 0, "tool-evidence": 0, "memory-and-rules": 0}
+        return _Policy(prof.context_window, prof.output_reserve, safety, ceilings,
+                       ("cli", PROVIDER_ENTRIES[name]), ident, sink)
+    return _Policy(prof.context_window, prof.output_reserve, safety, profile=ident,
+                   sink=sink)
 
 
 class _Aborted(Exception):

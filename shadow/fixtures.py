@@ -269,3 +269,14 @@ def load_corpus(root: Path | str, only: Iterable[str] | None = None) -> Corpus:
         h.update(f"quarantined\0{q.source}\n".encode())
     return Corpus(root=str(root), scenarios=tuple(scenarios), quarantined=tuple(quarantined),
                   digest="sha256:" + h.hexdigest())
+
+
+def compaction_source(capture: Capture, siblings: Mapping[str, Capture]) -> Capture | None:
+    """The capture whose compaction a session-store capture persists
+    (``input_binding.compaction_source``), or None for any other capture."""
+    if capture.name.removesuffix(".raw-wire") != "cli.jsonl-session":
+        return None
+    binding = capture.raw.get("input_binding") if isinstance(
+        capture.raw.get("input_binding"), Mapping) else {}
+    source = str(binding.get("compaction_source") or "cli.compress.json").split(".json")[0]
+    return siblings.get(source) or siblings.get("cli.compress")

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
+from shadow.anchor import anchor
 from shadow.candidate import Candidate
 from shadow.canonical import canonicalize
 from shadow.divergence import Divergence, Violation, make
@@ -101,6 +102,7 @@ def replay_fixture(scenario: Scenario, candidate: Candidate,
             divs.append(make(fx, cap.name, "candidate.unavailable", "candidate", (),
                              {"error": "not_recorded"}))
             continue
+        a = anchor(a, b, canon, cap, siblings)  # offered ids, limits, recorded truths
         sa = assess(a, canon, index, candidate=True)
         divs += _as_divs(fx, cap.name, sa.violations, "candidate")
         divs += compare(a, b, sa.violations, sb.violations, claims_a=sa.claims,

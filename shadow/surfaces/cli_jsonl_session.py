@@ -49,12 +49,10 @@ def _events(out: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def _source_limits(capture: Capture, siblings: Mapping[str, Capture] | None) -> dict[str, Any]:
     """The stated limits of the compaction whose result this store persisted (the
     capture's ``input_binding.compaction_source``, a sibling capture)."""
+    from shadow.fixtures import compaction_source
     from shadow.surfaces.cli_compress import cli_limits
 
-    binding = capture.raw.get("input_binding") if isinstance(
-        capture.raw.get("input_binding"), Mapping) else {}
-    name = str(binding.get("compaction_source") or "cli.compress.json").split(".json")[0]
-    src = (siblings or {}).get(name.split(" ")[0])
+    src = compaction_source(capture, siblings or {})
     return cli_limits(src) if src is not None else {}
 
 
