@@ -1,8 +1,9 @@
 """Divergence engine: projections in, :class:`Divergence` values out.
 
-``invariants.check(p, canon)`` judges one projection alone against the design's
-invariants; ``compare.compare(a, b, ...)`` compares two projections (identity fast path
-on equal output digests, then field by field, deepdiff for structured detail).  Every
+``invariants.assess(p, canon, index)`` judges one projection alone against the design's
+invariants and checks its own claims; ``compare.compare(a, b, ...)`` compares two
+projections (identity fast path on equal output digests, then field by field, deepdiff
+for structured detail).  Every
 value carries a registered reason code (``shadow.codes``); severity follows
 ``codes.severity_for`` (NO-GO class + candidate ⇒ blocking).  Details hold ids,
 digests, categories and counts only — never a body.

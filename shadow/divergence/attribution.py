@@ -3,9 +3,9 @@
 Each side of a comparison brings its **evidence**: the invariant violations of its own
 projection and the falsified claims (``shadow.divergence.claims``), both indexed by item.
 For a divergence the engine asks which side's evidence *explains* it — only the violation
-codes relevant to that divergence code count (``RELEVANT``), on the divergence's items;
-item-less divergences (outcome, provider, memory) are explained by the relevant codes
-alone.  The answer:
+codes relevant to that divergence code count (``RELEVANT``), on the divergence's items
+(memory: on the operations it names; a refusal: on the items the refusal names);
+provider outcome divergences are explained by the same finding on a side.  The answer:
 
 * ``candidate`` / ``baseline`` / ``both`` — that side's evidence explains it; the
   divergence detail names it in ``attribution_basis`` (``"baseline:drop_reason.unjustified"``);
@@ -60,8 +60,11 @@ RELEVANT: Final[Mapping[str, frozenset[str]]] = {
                                                     "protected.dropped", "pending.lost",
                                                     "tool_pair.split"}),
     "summary.text_only": _PROVIDER | frozenset({"trust.escalated"}),
-    "outcome.error_mismatch": _PROVIDER | frozenset({"protected.dropped", "pending.lost",
-                                                     "pinned.altered", "tool_pair.split"}),
+    # on the items a refusal names (``candidate_error_detail.protectedItemIds``), or the
+    # candidate's own false refusal
+    "outcome.error_mismatch": frozenset({"protected.dropped", "pending.lost", "pinned.altered",
+                                         "outcome.error_mismatch", "provider.cancel_swallowed",
+                                         "provider.degraded_masked"}),
     "provider.degraded_masked": frozenset({"provider.degraded_masked"}),
     "provider.usage_unknown_masked": frozenset({"provider.usage_unknown_masked"}),
     "provider.cancel_swallowed": frozenset({"provider.cancel_swallowed"}),
@@ -74,10 +77,16 @@ RELEVANT: Final[Mapping[str, frozenset[str]]] = {
 #: violation codes that explain a divergence whatever items they name (an output order is
 #: one fact about the whole output: the LCS picks *some* moved ids, the producer's own
 #: check may name their neighbours)
-ANY_ITEM: Final[Mapping[str, frozenset[str]]] = {"item.order": frozenset({"item.reordered"})}
-#: codes judged without items: any relevant violation of a side explains them
-ITEMLESS: Final = frozenset({"outcome.error_mismatch", "provider.degraded_masked",
-                             "provider.usage_unknown_masked", "provider.cancel_swallowed"})
+ANY_ITEM: Final[Mapping[str, frozenset[str]]] = {
+    "item.order": frozenset({"item.reordered"}),
+    # a result where the other side failed: masking the provider's outcome is about the
+    # whole output (a swallowed cancellation returns a history instead of aborting)
+    "outcome.error_mismatch": frozenset({"provider.cancel_swallowed",
+                                         "provider.degraded_masked"}),
+}
+#: codes judged without items: the same finding on a side explains them
+ITEMLESS: Final = frozenset({"provider.degraded_masked", "provider.usage_unknown_masked",
+                             "provider.cancel_swallowed"})
 
 
 def op_indexes(detail: Mapping[str, Any]) -> list[int]:
@@ -122,7 +131,7 @@ class Evidence:
             found |= self.by_item.get(i, set()) & rel
         for n in ops:
             found |= self.by_op.get(n, set()) & rel
-        if code in ITEMLESS or (not ids and not ops):
+        if code in ITEMLESS:
             found |= self.codes & rel
         found |= self.codes & ANY_ITEM.get(code, frozenset())
         return sorted(found)

@@ -13,11 +13,13 @@ transformation it claims.  ``verify(p, canon)`` checks each claim on the canonic
     as above, but the contents need only be equal after whitespace collapse and
     casefolding — the kernel's identity rules otherwise: texts that differ in numbers,
     paths or identifiers are different items.
-``input_budget`` (``truncate``, ``snip``, ``budget-exhausted``, ``candidate-cap``, the
-kernel's budget)
+``input_budget`` / ``partition_ceiling`` (``truncate``, ``snip``, ``budget-exhausted``,
+``candidate-cap``, the kernel's budget and partition ceilings)
     the input was over the producer's stated limit at that point (``facts.limits``: a
     message count — the messages present when the cut was made — a token budget the
-    item would not fit, or a candidate cap the item lies beyond), and, for a recency cut
+    item would not fit, the ceiling of the item's partition (``limits.partitions``: what
+    was kept there plus the item exceeds it), or a candidate cap the item lies beyond),
+    and, for a recency cut
     (``limits.order == "recency"``, legacy ``truncate``), no newer unprotected item was
     dropped while an older one was kept.  A ``snip`` is justified only while the input
     is over a stated limit.
@@ -61,6 +63,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kernel.partitions import KIND_PARTITION
 from shadow.canonical import Canon, CanonItem
 from shadow.divergence import Violation
 from shadow.projection import Drop, Projection
@@ -95,13 +98,6 @@ class ClaimReport:
     def status(self, item_id: str) -> str | None:
         v = self.verdicts.get(item_id)
         return v.status if v else None
-
-
-def _protected(ci: CanonItem) -> bool:
-    b = ci.binding
-    return bool(ci.pinned or (ci.kind == "system-policy" and ci.trust in ("host", "verified"))
-                or b.get("requiredForRecovery") or b.get("toolOutcome") in ("pending", "unknown")
-                or b.get("questionId") or b.get("approvalId"))
 
 
 def _dup_key(ci: CanonItem) -> tuple[Any, ...]:
@@ -139,6 +135,12 @@ def verify(p: Projection, canon: Canon, cis: Mapping[str, CanonItem]) -> ClaimRe
     rep = ClaimReport()
     if p.status == "error" and p.error == "context_over_budget" and cis:
         rep.refusal = _refusal(p, cis)
+        if rep.refusal == FALSIFIED:
+            detail = p.facts.get("error_detail") if isinstance(p.facts, Mapping) else None
+            named = detail.get("protectedItemIds") if isinstance(detail, Mapping) else None
+            ids = tuple(sorted(str(i) for i in named)) if isinstance(named, list) else ()
+            rep.violations.append(Violation("outcome.error_mismatch", ids, {
+                "claim": "context_over_budget", "why": "protected_items_fit_the_budget"}))
     if p.status != "ok" or not cis:
         return rep
     ctx = _Ctx(p, canon, cis)
@@ -170,7 +172,7 @@ def _refusal(p: Projection, cis: Mapping[str, CanonItem]) -> str:
     if not isinstance(ids, list) or budget is None or not ids:
         return UNVERIFIABLE
     named = [i for i in ids if isinstance(i, str) and i in cis]
-    if len(named) != len(ids) or not all(_protected(cis[i]) for i in named):
+    if len(named) != len(ids) or not all(cis[i].shielded for i in named):
         return FALSIFIED
     need = sum(max(1, cis[i].token_estimate) for i in named)
     return VERIFIED if need > budget else FALSIFIED
@@ -254,7 +256,7 @@ def _tokens(ctx: _Ctx, ids: Sequence[str]) -> int:
 
 def _budget(ctx: _Ctx, d: Drop, ci: CanonItem) -> Verdict:
     lim = ctx.limits
-    if _protected(ci):
+    if ci.shielded:
         return _v(d, UNVERIFIABLE, "protected")  # judged by protected.dropped
     legacy = d.legacy_reason
     max_msgs, max_tokens = _int(lim.get("messages")), _int(lim.get("tokens"))
@@ -263,7 +265,7 @@ def _budget(ctx: _Ctx, d: Drop, ci: CanonItem) -> Verdict:
             return _v(d, FALSIFIED, "under_stated_limit")
         if lim.get("order") == "recency":
             older_kept = [k for k, it in ctx.kept.items()
-                          if ctx.cis[k].seq < ci.seq and not _protected(ctx.cis[k])
+                          if ctx.cis[k].seq < ci.seq and not ctx.cis[k].shielded
                           and ctx.cis[k].role != "system" and not it.pinned]
             if older_kept:
                 return _v(d, FALSIFIED, "not_lowest_priority", older_kept[:5])
@@ -277,16 +279,30 @@ def _budget(ctx: _Ctx, d: Drop, ci: CanonItem) -> Verdict:
         over_tokens = max_tokens is not None and _tokens(ctx, ctx.offered) > max_tokens
         return _v(d, VERIFIED) if over_msgs or over_tokens else \
             _v(d, FALSIFIED, "under_stated_limit")
+    group = [d.id]  # a tool call and its result are selected together (§8.3)
+    if ci.tool_call_id:
+        group = [o for o in ctx.offered if ctx.cis[o].tool_call_id == ci.tool_call_id
+                 and o in ctx.drops and ctx.drops[o].reason in BUDGET]
     if d.reason == "input_budget" and max_tokens is not None and \
             (legacy in TOKEN_STEPS or (legacy is None and ctx.candidate)):
         used = _tokens(ctx, [k for k in ctx.kept if k in ctx.cis])
-        group = [d.id]  # a tool call and its result are selected together (§8.3)
-        if ci.tool_call_id:
-            group = [o for o in ctx.offered if ctx.cis[o].tool_call_id == ci.tool_call_id
-                     and o in ctx.drops and ctx.drops[o].reason in BUDGET]
         if used + _tokens(ctx, group) <= max_tokens:
             return _v(d, FALSIFIED, "fits_stated_budget")
         return _v(d, VERIFIED)
+    ceilings = lim.get("partitions")
+    if d.reason == "partition_ceiling" and isinstance(ceilings, Mapping):
+        used_in: dict[str, int] = {}
+        for k in ctx.kept:
+            if k in ctx.cis:
+                part = KIND_PARTITION.get(ctx.cis[k].kind, "conversation")
+                used_in[part] = used_in.get(part, 0) + max(1, ctx.cis[k].token_estimate)
+        need: dict[str, int] = {}
+        for g in group:
+            part = KIND_PARTITION.get(ctx.cis[g].kind, "conversation")
+            need[part] = need.get(part, 0) + max(1, ctx.cis[g].token_estimate)
+        over = [p for p, amount in need.items()
+                if isinstance(ceilings.get(p), int) and used_in.get(p, 0) + amount > ceilings[p]]
+        return _v(d, VERIFIED) if over else _v(d, FALSIFIED, "fits_partition_ceiling")
     return _v(d, UNVERIFIABLE, "no_stated_limit")
 
 
@@ -367,11 +383,15 @@ _DROP_CLAIMS: Final = frozenset({
 
 def _order(ctx: _Ctx, rep: ClaimReport) -> None:
     mode = ctx.p.facts.get("order") if isinstance(ctx.p.facts, Mapping) else None
-    if mode == "priority":
-        return
-    seq = [(ctx.cis[it.id].seq, _sub(it.id), it.id) for it in ctx.p.items
-           if it.origin == "input" and it.id in ctx.cis
-           and not (mode == "pinned_block" and it.pinned)]
+    if mode == "priority" and not ctx.candidate:
+        return  # the legacy's own documented ranking (the IDE chip order)
+    if mode == "priority":  # the kernel's selection order: protected first, then priority
+        seq = [(0 if ctx.cis[it.id].pinned else 1, ctx.cis[it.id].seq, it.id)
+               for it in ctx.p.items if it.origin == "input" and it.id in ctx.cis]
+    else:
+        seq = [(ctx.cis[it.id].seq, _sub(it.id), it.id) for it in ctx.p.items
+               if it.origin == "input" and it.id in ctx.cis
+               and not (mode == "pinned_block" and it.pinned)]
     moved = _out_of_order(seq)
     if moved:
         rep.violations.append(Violation("item.reordered", tuple(moved), {"moved": len(moved)}))
@@ -382,12 +402,11 @@ def _sub(item_id: str) -> int:
     return int(tail.rsplit(".c", 1)[1]) if ".c" in tail else 0
 
 
-def _out_of_order(seq: Sequence[tuple[int, int, str]]) -> list[str]:
-    """Ids not on a longest increasing subsequence of source positions."""
+def longest_increasing(keys: Sequence[Any]) -> set[int]:
+    """Indexes of one longest strictly increasing subsequence of ``keys`` (O(n log n))."""
     import bisect
 
-    keys = [(s, sub) for s, sub, _ in seq]
-    tails: list[tuple[int, int]] = []
+    tails: list[Any] = []
     tail_idx: list[int] = []
     prev = [-1] * len(keys)
     for i, k in enumerate(keys):
@@ -404,7 +423,13 @@ def _out_of_order(seq: Sequence[tuple[int, int, str]]) -> list[str]:
     while i >= 0:
         on.add(i)
         i = prev[i]
-    return sorted(seq[i][2] for i in range(len(seq)) if i not in on)
+    return on
+
+
+def _out_of_order(seq: Sequence[tuple[Any, ...]]) -> list[str]:
+    """Ids not on a longest increasing subsequence of source positions."""
+    on = longest_increasing([t[:-1] for t in seq])
+    return sorted(seq[i][-1] for i in range(len(seq)) if i not in on)
 
 
 def canon_items(canon: Canon) -> dict[str, CanonItem]:

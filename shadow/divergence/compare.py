@@ -25,12 +25,13 @@ reason stated, which the run's intended-difference rules may turn into ``intende
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from shadow.divergence import Divergence, Violation, make
 from shadow.divergence.attribution import Judge, op_indexes
-from shadow.divergence.claims import UNVERIFIABLE, ClaimReport
+from shadow.divergence.claims import UNVERIFIABLE, ClaimReport, longest_increasing
 from shadow.divergence.memory import compare_memory
 from shadow.projection import PItem, Projection
 
@@ -60,26 +61,10 @@ class _Out:
 
 
 def _lcs_keep(a: Sequence[str], b: Sequence[str]) -> set[str]:
-    """Ids of ``a`` on a longest common subsequence with ``b`` (both hold the same ids)."""
-    n, m = len(a), len(b)
-    if n * m > 4_000_000:  # pathological sizes: fall back to the common prefix order
-        return {x for x, y in zip(a, b, strict=False) if x == y}
-    dp = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        ai, row, nxt = a[i], dp[i], dp[i + 1]
-        for j in range(m - 1, -1, -1):
-            row[j] = nxt[j + 1] + 1 if ai == b[j] else max(nxt[j], row[j + 1])
-    keep, i, j = set(), 0, 0
-    while i < n and j < m:
-        if a[i] == b[j]:
-            keep.add(a[i])
-            i += 1
-            j += 1
-        elif dp[i + 1][j] >= dp[i][j + 1]:
-            i += 1
-        else:
-            j += 1
-    return keep
+    """Ids of ``a`` on a longest common subsequence with ``b``.  Both hold the same ids
+    once each, so that is a longest increasing run of their positions in ``b``."""
+    where = {x: n for n, x in enumerate(b)}
+    return {a[i] for i in longest_increasing([where[x] for x in a])}
 
 
 def compare(a: Projection, b: Projection, va: Sequence[Violation], vb: Sequence[Violation],
@@ -95,18 +80,22 @@ def compare(a: Projection, b: Projection, va: Sequence[Violation], vb: Sequence[
     if a.status != b.status:
         failed = "candidate" if a.status != "ok" else "baseline"
         detail: dict[str, Any] = {"candidate": a.status, "baseline": b.status,
-                                  "candidate_error": a.error, "baseline_error": b.error}
+                                  "candidate_error": error_code(a.error),
+                                  "baseline_error": error_code(b.error)}
         for side, p in (("candidate", a), ("baseline", b)):
             err = p.facts.get("error_detail") if isinstance(p.facts, Mapping) else None
             if isinstance(err, Mapping):
-                detail[f"{side}_error_detail"] = dict(err)
+                detail[f"{side}_error_detail"] = safe_error_detail(err)
         if ca.refusal is not None:
             detail["candidate_refusal"] = ca.refusal
         crash = [f"crashed ({p.error})" if _crashed(p.error) else "" for p in (a, b)]
+        named = (detail.get("candidate_error_detail") or {}).get("protectedItemIds")
+        who = ({"candidate": "first", "baseline": "second"}[failed] if twin else failed)
         out.add("outcome.error_mismatch", (), detail,
-                reason=f"the {'first' if twin and failed == 'candidate' else failed} side "
-                       "failed where the other returned a result; nothing decides which is "
-                       "right", extra=([c for c in crash[:1] if c], [c for c in crash[1:] if c]))
+                reason=f"the {who} side failed where the other returned a result; nothing "
+                       "decides which is right",
+                evidence_ids=[str(i) for i in named] if isinstance(named, list) else [],
+                extra=([c for c in crash[:1] if c], [c for c in crash[1:] if c]))
     if a.status == "ok" and b.status == "ok":
         _items(a, b, out, ca, cb)
         _derived(a, b, out)
@@ -132,6 +121,30 @@ CRASHES = frozenset({"TypeError", "ReferenceError", "RangeError", "SyntaxError",
 
 def _crashed(error: str | None) -> bool:
     return error in CRASHES
+
+
+_CODE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$")
+_DETAIL_KEYS = ("protectedItemIds", "requiredTokens", "selectableBudget", "inputBudget",
+                "usedTokens")
+
+
+def error_code(error: str | None) -> str | None:
+    """An error category as a report may show it: a code-shaped word, never free text."""
+    if error is None:
+        return None
+    return error if _CODE.match(error) else "unrecognised"
+
+
+def safe_error_detail(err: Mapping[str, Any]) -> dict[str, Any]:
+    """Only the ids and counts of a refusal (a recorded file may hold anything)."""
+    out: dict[str, Any] = {}
+    for key in _DETAIL_KEYS:
+        v = err.get(key)
+        if key == "protectedItemIds" and isinstance(v, list):
+            out[key] = [str(x) for x in v if isinstance(x, str)][:50]
+        elif isinstance(v, int) and not isinstance(v, bool):
+            out[key] = v
+    return out
 
 
 def _status(rep: ClaimReport, item_id: str) -> str:

@@ -36,7 +36,7 @@ over identities the surface was actually offered, ``p.input_ids``):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
@@ -57,20 +57,31 @@ SECRET = frozenset({"secret", "restricted"})
 _TRUST: Final = prov.TRUST_ORDER
 
 
-def canon_items(canon: Canon) -> dict[str, CanonItem]:
-    return claims_mod.canon_items(canon)
+def _kernel_outcomes() -> frozenset[str]:
+    """Every failure code the kernel defines (its error classes and §17 outcomes), and the
+    candidate's own ``aborted`` (a cancelled provider call)."""
+    import kernel.compaction_summary
+    import kernel.memory
+    import kernel.memory_kernel
+    import kernel.outcomes
+    from kernel.errors import KernelError
+
+    found: set[str] = {"aborted", kernel.compaction_summary.PROVIDER_USAGE_UNSETTLED}
+    stack: list[type[KernelError]] = [KernelError]
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        code = getattr(cls, "default_code", None)
+        if isinstance(code, str):
+            found.add(code)
+    for name in kernel.outcomes.__all__:
+        code = getattr(getattr(kernel.outcomes, name), "code", None)
+        if isinstance(code, str):
+            found.add(code)
+    return frozenset(found - {"kernel_error", "outcome"})  # the bases say nothing
 
 
-def is_protected(ci: CanonItem) -> bool:
-    b = ci.binding
-    return bool(ci.pinned or (ci.kind == "system-policy" and ci.trust in ("host", "verified"))
-                or b.get("requiredForRecovery"))
-
-
-def is_pending(ci: CanonItem) -> bool:
-    b = ci.binding
-    return bool(b.get("toolOutcome") in ("pending", "unknown") or b.get("questionId")
-                or b.get("approvalId") or b.get("humanTaskId"))
+KERNEL_OUTCOMES: Final = _kernel_outcomes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,20 +117,20 @@ def assess(p: Projection, canon: Canon, index: prov.SourceIndex | None = None, *
     out += _effects(p, candidate)
     if p.memory is not None:
         out += check_memory(p, index)
-    cis = canon_items(canon)
+    cis = claims_mod.canon_items(canon)
     rep = claims_mod.verify(p, canon, cis)  # a refusal's claim too
+    out += rep.violations
+    out += _provider(p, cis)  # what was sent, and the recording, whatever the outcome
+    if candidate and p.status == "error" and p.error not in KERNEL_OUTCOMES:
+        # not an outcome the design defines (a crash, an "internal error"): nothing to judge
+        out.append(Violation("candidate.unavailable", (), {
+            "error": p.error if p.error and p.error.isidentifier() else "unrecognised"}))
     if p.status != "ok":
         return Assessment(out, rep)
-    out += rep.violations
     if cis:
         out += _items(p, cis)
         out += _derived(p, cis, index)
-    out += _provider(p, cis)
     return Assessment(out, rep)
-
-
-def check(p: Projection, canon: Canon, *, candidate: bool = False) -> list[Violation]:
-    return assess(p, canon, candidate=candidate).violations
 
 
 def _effects(p: Projection, candidate: bool) -> list[Violation]:
@@ -192,12 +203,12 @@ def _items(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
         it = kept.get(iid)
         d = dropped.get(iid)
         governance = d is not None and d.reason in GOVERNANCE
-        if is_pending(ci):
+        if ci.pending:
             if it is None and not governance:
                 lost.append(iid)
             elif it is not None and it.tool_outcome != ci.tool_outcome:
                 changed.append(iid)
-        elif is_protected(ci) and it is None and not governance:
+        elif ci.protected and it is None and not governance:
             prot.append(iid)
         if it is not None and ci.pinned and it.digest != ci.digest:
             altered.append(iid)
@@ -322,5 +333,3 @@ def _provider(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
 _OUTCOME_FIELDS: Final = frozenset(f.name for f in fields(ProviderOutcome))
 
 
-def violations_of(assessments: Sequence[Assessment]) -> list[Violation]:
-    return [v for a in assessments for v in a.violations]

@@ -259,9 +259,18 @@ def compare_memory(a: Projection, b: Projection) -> list[tuple[str, tuple[str, .
     ids_s: set[str] = set()
     ids_d: set[str] = set()
     ids_r: set[str] = set()
+    ops_a = {o.index for o in ma.ops}
+    for ob in mb.ops:  # an operation one side did not carry out (or does not report)
+        if ob.index not in ops_a:
+            out.append(("memory.state_mismatch", tuple(sorted(rootset(ob.created, lb))), {
+                "index": ob.index, "op": ob.op, "candidate": "missing",
+                "baseline": ob.status}, None))
     for oa in ma.ops:
         ob = ops_b.get(oa.index)
         if ob is None:
+            out.append(("memory.state_mismatch", tuple(sorted(rootset(oa.created, la))), {
+                "index": oa.index, "op": oa.op, "candidate": oa.status,
+                "baseline": "missing"}, None))
             continue
         if oa.status != ob.status:
             out.append(("memory.state_mismatch", tuple(sorted(rootset(oa.created, la)

@@ -100,7 +100,7 @@ def parts(text: str) -> list[str]:
         return [text]
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a pathologically deep document: its raw text
         return [text]
     return [text, *string_leaves(doc)]
 
