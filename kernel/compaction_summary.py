@@ -199,8 +199,8 @@ def validate_handoff(text: Any) -> tuple[dict[str, Any] | None, str | None, dict
     The answer must be exactly one JSON object — prose or Markdown fences around it,
     arrays and scalars are ``summary_invalid_json`` (``detail.json`` says which) — with
     every field of :data:`HANDOFF_FIELDS` of the right type and no other; otherwise
-    ``summary_schema_mismatch`` with the ``missing``, ``unknown`` and ``mistyped`` field
-    names (never a value).  A provider summary that fails here is never committed as a
+    ``summary_schema_mismatch`` with the ``missing`` and ``mistyped`` field names and the
+    number of ``unknown`` ones (a provider-chosen key is never echoed; no value is).  A provider summary that fails here is never committed as a
     semantic summary: compaction degrades to its fallback and says why (§17).
     """
     import json
@@ -211,22 +211,22 @@ def validate_handoff(text: Any) -> tuple[dict[str, Any] | None, str | None, dict
         return None, SUMMARY_INVALID_JSON, {"json": "too_large", "length": len(text)}
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         start, end = text.find("{"), text.rfind("}")
         embedded = start >= 0 and end > start
         if embedded:
             try:
                 json.loads(text[start:end + 1])
-            except ValueError:
+            except (ValueError, RecursionError):
                 embedded = False
         return None, SUMMARY_INVALID_JSON, {"json": "prose_around_json" if embedded
                                             else "unparseable"}
     if not isinstance(doc, dict):
         return None, SUMMARY_INVALID_JSON, {"json": type(doc).__name__}
     missing = [k for k in HANDOFF_FIELDS if k not in doc]
-    unknown = sorted(k for k in doc if k not in HANDOFF_FIELDS)
+    unknown = sum(1 for k in doc if k not in HANDOFF_FIELDS)  # a provider's key: counted only
     mistyped = [k for k in HANDOFF_FIELDS if k in doc and not _handoff_field_ok(k, doc[k])]
     if missing or unknown or mistyped:
-        detail = {"missing": missing, "unknown": unknown[:20], "mistyped": mistyped}
+        detail = {"missing": missing, "unknown": unknown, "mistyped": mistyped}
         return None, SUMMARY_SCHEMA_MISMATCH, {k: v for k, v in detail.items() if v}
     return {k: doc[k] for k in HANDOFF_FIELDS}, None, {}

@@ -83,6 +83,26 @@ class CanonItem:
     detail: Mapping[str, Any] = field(default_factory=dict)
 
     @property
+    def protected(self) -> bool:
+        """Never dropped for budget (design 108 §7): pinned, trusted system policy, the
+        last user request (recovery-bound)."""
+        return bool(self.pinned or (self.kind == "system-policy"
+                                    and self.trust in ("host", "verified"))
+                    or self.binding.get("requiredForRecovery"))
+
+    @property
+    def pending(self) -> bool:
+        """A pending call, question, approval or human task: kept with its binding."""
+        b = self.binding
+        return bool(b.get("toolOutcome") in ("pending", "unknown") or b.get("questionId")
+                    or b.get("approvalId") or b.get("humanTaskId"))
+
+    @property
+    def shielded(self) -> bool:
+        """Protected or pending: no budget claim can justify dropping it."""
+        return self.protected or self.pending
+
+    @property
     def tool_call_id(self) -> str | None:
         return self.binding.get("toolCallId")
 
@@ -145,7 +165,7 @@ def _tool_outcome(content: str) -> str:
     """Result outcome: ``failed`` when the result says so, else ``succeeded``."""
     try:
         doc = json.loads(content)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return "succeeded"
     if isinstance(doc, dict) and (
         doc.get("success") is False or doc.get("isError") is True or doc.get("is_error") is True

@@ -121,6 +121,95 @@ class _P:
 
 
 _ABSENT: Final = object()
+_HEX16: Final = re.compile(r"^[0-9a-f]{16}$")
+
+
+def _typed(p: _P, value: Any, ptr: str, kind: str) -> None:
+    """Check one documented value: ``int``, ``str``, ``bool``, ``strs``, ``ints``,
+    ``obj``, ``int?`` / ``str?`` / ``bool?`` (nullable)."""
+    if kind.endswith("?"):
+        if value is None:
+            return
+        kind = kind[:-1]
+    ok = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+          "str": lambda v: isinstance(v, str),
+          "bool": lambda v: isinstance(v, bool),
+          "obj": lambda v: isinstance(v, Mapping),
+          "strs": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+          "ints": lambda v: isinstance(v, list) and all(
+              isinstance(x, int) and not isinstance(x, bool) for x in v)}[kind](value)
+    if not ok:
+        raise p.fail(ptr, {"int": "an integer", "str": "a string", "bool": "true or false",
+                           "obj": "an object", "strs": "an array of strings",
+                           "ints": "an array of integers"}[kind], value)
+
+
+def _fields(p: _P, d: Mapping[str, Any], ptr: str, spec: Mapping[str, str]) -> None:
+    for key, kind in spec.items():
+        if key in d:
+            _typed(p, d[key], f"{ptr}/{key}", kind)
+
+
+_FACTS: Final = {"limits": "obj", "order": "str", "strategy": "strs", "match": "obj",
+                 "sent_secrets": "ints", "provider_inputs": "strs", "error_detail": "obj",
+                 "provider_history": "list", "chain": "str", "replay": "str",
+                 "settlement": "str", "scope_history": "obj"}
+_LIMITS: Final = {"messages": "int", "tokens": "int", "candidates": "int", "order": "str",
+                  "partitions": "obj"}
+_ERROR_DETAIL: Final = {"protectedItemIds": "strs", "requiredTokens": "int",
+                        "selectableBudget": "int", "inputBudget": "int", "usedTokens": "int"}
+_ITEM_DETAIL: Final = {"shingles": "obj", "claim": "str", "why": "str", "binding_lost": "bool",
+                       "orphan": "bool", "declared": "int", "fields": "obj", "format": "str"}
+_OP_DETAIL: Final = {"summarizer": "obj", "irrelevant": "strs", "selector": "obj",
+                     "supersedes": "str", "source_scope": "str"}
+
+
+def _facts(p: _P, raw: Any) -> dict[str, Any]:
+    """Facts the engine reads are type-checked; other (surface) facts pass through."""
+    d = p.obj(raw, "/facts")
+    for key, kind in _FACTS.items():
+        if key not in d:
+            continue
+        ptr = f"/facts/{key}"
+        if kind == "list":
+            if not isinstance(d[key], list):
+                raise p.fail(ptr, "an array", d[key])
+            for i, h in enumerate(d[key]):
+                _provider(p, h, f"{ptr}/{i}")
+        else:
+            _typed(p, d[key], ptr, kind)
+    if "limits" in d:
+        _fields(p, d["limits"], "/facts/limits", _LIMITS)
+        for part, amount in (d["limits"].get("partitions") or {}).items():
+            _typed(p, amount, f"/facts/limits/partitions/{part}", "int")
+    if "error_detail" in d:
+        _fields(p, d["error_detail"], "/facts/error_detail", _ERROR_DETAIL)
+    for rid, scopes in (d.get("scope_history") or {}).items():
+        if not isinstance(scopes, list):
+            raise p.fail(f"/facts/scope_history/{rid}", "an array of scopes", scopes)
+    return dict(d)
+
+
+def _item_detail(p: _P, raw: Any, ptr: str) -> dict[str, Any]:
+    d = p.obj(raw, ptr)
+    _fields(p, d, ptr, _ITEM_DETAIL)
+    if d.get("claim") is not None and d["claim"] not in ("verified", "falsified"):
+        raise p.fail(f"{ptr}/claim", "verified or falsified", d["claim"])
+    for unit, hashes in (d.get("shingles") or {}).items():
+        if not isinstance(hashes, list) or not all(isinstance(h, str) and _HEX16.match(h)
+                                                   for h in hashes):
+            raise p.fail(f"{ptr}/shingles/{unit}", "an array of 16-hex hashes", hashes)
+    return dict(d)
+
+
+def _op_detail(p: _P, raw: Any, ptr: str) -> dict[str, Any]:
+    d = p.obj(raw, ptr)
+    _fields(p, d, ptr, _OP_DETAIL)
+    if "receipt" in d and not isinstance(d["receipt"], (bool, int)) and d["receipt"] is not None:
+        raise p.fail(f"{ptr}/receipt", "true, false or a count", d["receipt"])
+    _fields(p, d.get("summarizer") or {}, f"{ptr}/summarizer",
+            {"truth": "str?", "degraded": "bool?", "sent_secret": "bool?"})
+    return dict(d)
 
 
 def _item(p: _P, raw: Any, ptr: str) -> PItem:
@@ -141,7 +230,7 @@ def _item(p: _P, raw: Any, ptr: str) -> PItem:
         sensitivity=p.str_(d, "sensitivity", ptr, required=False, vocab=SENSITIVITY),
         altered=p.str_(d, "altered", ptr, required=False),
         covers=p.strs(d, "covers", ptr) or (),
-        detail=dict(p.obj(detail, f"{ptr}/detail")))
+        detail=_item_detail(p, detail, f"{ptr}/detail"))
 
 
 def _drop(p: _P, raw: Any, ptr: str) -> Drop:
@@ -172,6 +261,9 @@ def _record(p: _P, raw: Any, ptr: str) -> MemRecord:
     d = p.obj(raw, ptr, frozenset({"id", "scope", "scope_id", "state", "sensitivity",
                                    "digest", "category", "shingles", "trust",
                                    "content_sensitivity"}))
+    for i, h in enumerate(d.get("shingles") or ()):
+        if not isinstance(h, str) or not _HEX16.match(h):
+            raise p.fail(f"{ptr}/shingles/{i}", "a 16-hex hash", h)
     digest = p.str_(d, "digest", ptr)
     if not _DIGEST.match(str(digest)):
         raise p.fail(f"{ptr}/digest", "a digest sha256:<64 hex>", digest)
@@ -197,7 +289,7 @@ def _op(p: _P, raw: Any, ptr: str) -> MemOp:
         deleted=p.strs(d, "deleted", ptr) or (),
         returned=p.strs(d, "returned", ptr, nullable=True),
         error=p.str_(d, "error", ptr, required=False),
-        detail=dict(p.obj(d.get("detail", {}), f"{ptr}/detail")))
+        detail=_op_detail(p, d.get("detail", {}), f"{ptr}/detail"))
 
 
 def _memory(p: _P, raw: Any, ptr: str) -> MemoryProjection | None:
@@ -233,5 +325,5 @@ def from_wire(doc: Any, src: str = "<projection>") -> Projection:
         memory=_memory(p, d.get("memory"), "/memory"),
         side_effects=p.list_(d, "side_effects", "", lambda x, q: _side(p, x, q)),
         writers=p.strs(d, "writers", "") or (),
-        facts=dict(p.obj(d.get("facts", {}), "/facts")),
+        facts=_facts(p, d.get("facts", {})),
         noise=dict(p.obj(d.get("noise", {}), "/noise")))

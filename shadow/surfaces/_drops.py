@@ -74,13 +74,6 @@ def snipped(msg: Mapping[str, Any], pos: int, total: int) -> bool:
     return role == "assistant" and len(content) < 10
 
 
-def _protected(ci: CanonItem) -> bool:
-    b = ci.binding
-    return bool(ci.pinned or (ci.kind == "system-policy" and ci.trust in ("host", "verified"))
-                or b.get("requiredForRecovery") or b.get("toolOutcome") in ("pending", "unknown")
-                or b.get("questionId") or b.get("approvalId"))
-
-
 def _collapse_runs(sources: Sequence[Source], match: Match, canon: CanonicalSession,
                    snip_on: bool) -> set[int]:
     """Source indexes a collapse marker replaced (runs between kept input neighbours)."""
@@ -131,8 +124,12 @@ def infer_drops(sources: Sequence[Source], match: Match, canon: CanonicalSession
     collapsed = _collapse_runs(sources, match, canon, "snip" in steps) \
         if "collapse-marker" in kinds else set()
     ordinary = [by_id[i].seq for i in kept_ids if i in by_id and by_id[i].role != "system"
-                and not _protected(by_id[i])]
+                and not by_id[i].shielded]
     cut = min(ordinary) if steps & TRUNCATE and ordinary else None
+    groups: dict[str, list[str]] = {}  # call id -> the call group's members
+    for it in canon.items:
+        if it.tool_call_id:
+            groups.setdefault(it.tool_call_id, []).append(it.item_id)
     first: dict[tuple[Any, str], int] = {}  # the legacy dedup keeps a content's first copy
     for pos, s in enumerate(sources):
         if s.derived is None and s.msg.get("role") != "system":
@@ -164,7 +161,7 @@ def infer_drops(sources: Sequence[Source], match: Match, canon: CanonicalSession
             elif cut is not None and ci.seq < cut:
                 legacy = "truncate"
             elif pair_repair and (ci.detail.get("orphan") or (
-                    ci.tool_role and _partner_gone(ci, kept_ids, canon))):
+                    ci.tool_role and _partner_gone(ci, kept_ids, groups))):
                 legacy = "tool-pair-repair"
             elif "snip" in steps and not (steps & TRUNCATE and cut is None):
                 legacy = "snip"
@@ -174,17 +171,16 @@ def infer_drops(sources: Sequence[Source], match: Match, canon: CanonicalSession
                 legacy = "dedup-similar"  # the legacy dedup is similarity-based
             else:
                 legacy = "unknown"
-            drops.append(Drop(iid, LEGACY_TO_CANONICAL[legacy], legacy, _protected(ci)))
+            drops.append(Drop(iid, LEGACY_TO_CANONICAL[legacy], legacy, ci.shielded))
     return drops
 
 
-def _partner_gone(ci: CanonItem, kept: set[str], canon: CanonicalSession) -> bool:
+def _partner_gone(ci: CanonItem, kept: set[str], groups: Mapping[str, list[str]]) -> bool:
     """A *result* whose call is gone: pair repair removes it.  A call whose result is also
     gone was removed by an earlier step (repair only strips calls from kept messages)."""
-    if ci.tool_role != "result":
+    if ci.tool_role != "result" or not ci.tool_call_id:
         return False
-    return any(other.tool_call_id == ci.tool_call_id and other.item_id != ci.item_id
-               and other.item_id not in kept for other in canon.items)
+    return any(o != ci.item_id and o not in kept for o in groups.get(ci.tool_call_id, ()))
 
 
 def with_covers(match: Match, drops: Sequence[Drop], trust_of: Mapping[str, str],

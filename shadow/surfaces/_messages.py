@@ -49,8 +49,14 @@ def text_of(msg: Mapping[str, Any]) -> str:
     return c if isinstance(c, str) else ""
 
 
+def calls_of(msg: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A message's tool calls that are objects (a native output may hold anything)."""
+    calls = msg.get("tool_calls")
+    return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
+
+
 def call_ids(msg: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(str(c.get("id")) for c in msg.get("tool_calls") or () if isinstance(c, Mapping))
+    return tuple(str(c.get("id")) for c in calls_of(msg))
 
 
 def tool_key(msg: Mapping[str, Any]) -> tuple[str, ...]:
@@ -65,7 +71,7 @@ def ws(text: str) -> str:
 
 
 def call_text(call: Mapping[str, Any]) -> str:
-    fn = call.get("function") or {}
+    fn = call.get("function") if isinstance(call.get("function"), Mapping) else {}
     return json.dumps({"name": fn.get("name"), "arguments": fn.get("arguments")},
                       sort_keys=True, ensure_ascii=False)
 
@@ -101,7 +107,7 @@ def summary_doc(text: str) -> tuple[str, dict[str, Any] | None, int]:
     candidate = fence.group(1) if fence else body
     try:
         doc = json.loads(candidate)
-    except ValueError:
+    except (ValueError, RecursionError):
         return "text", None, len(body)
     if not isinstance(doc, dict):
         return "text", None, len(body)
@@ -157,7 +163,7 @@ def _items_for(src: Source, out_msg: Mapping[str, Any], canon: CanonicalSession,
     by_id = canon.by_id
     ids = canon.message_items.get(src.seq or 0, ())
     items: list[PItem] = []
-    out_calls = {str(c.get("id")): c for c in out_msg.get("tool_calls") or ()}
+    out_calls = {str(c.get("id")): c for c in calls_of(out_msg)}
     role = str(out_msg.get("role"))
     for iid in ids:
         ci = by_id[iid]

@@ -82,7 +82,10 @@ def project_chain(canon: Canon, capture: Capture, stats_of: StatsOf, *,
         if call.get("error") is not None or not isinstance(out, Mapping):
             return Projection(canon.name, capture.name, "baseline", status="error",
                               error=error_category(call.get("error")),
-                              input_ids=tuple(offered), provider=provider)
+                              input_ids=tuple(offered), provider=provider,
+                              facts={**dict(facts or {}),
+                                     **({"provider_history": list(history)} if history
+                                        else {})})
         messages: Sequence[Any] = out.get("messages") if isinstance(
             out.get("messages"), list) else []
         prov = call.get("output_provenance")
@@ -94,9 +97,8 @@ def project_chain(canon: Canon, capture: Capture, stats_of: StatsOf, *,
         drops = infer_drops(sources, match, session, strategy_steps(strategy), messages,
                             pair_repair=pair_repair)
         with_covers(match, drops, trust_of, sens_of)
-        kept_now = {it.id for it in match.items}
-        drops = [*drops, *(d for i, d in sorted(earlier.items()) if i not in kept_now
-                           and i not in {x.id for x in drops})]
+        seen = {it.id for it in match.items} | {x.id for x in drops}
+        drops = [*drops, *(d for i, d in sorted(earlier.items()) if i not in seen)]
         earlier = {d.id: d for d in drops}
         projection = Projection(
             canon.name, capture.name, "baseline", input_ids=tuple(offered),

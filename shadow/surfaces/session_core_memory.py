@@ -51,7 +51,7 @@ class _State:
                                      str(rec.get("category") or "")]).lower()
         self.recs[ident] = {"scope": rec.get("scope"), "scope_id": rec.get("scopeId"),
                             "state": state, "digest": content_digest(content),
-                            "category": rec.get("category"), "history": [rec.get("scope")],
+                            "category": rec.get("category"), "history": [str(rec.get("scope"))],
                             "shingles": tuple(sketch(content)),
                             "content_sensitivity": "secret" if has_secret(content) else None}
 
@@ -94,7 +94,7 @@ def _op(st: _State, raw: Mapping[str, Any]) -> MemOp:
         ident = st.ident(result.get("id"))
         prev = st.recs.get(ident, {})
         st.put(ident, result, prev.get("state", "active"))
-        st.recs[ident]["history"] = [*prev.get("history", []), result.get("scope")]
+        st.recs[ident]["history"] = [*prev.get("history", []), str(result.get("scope"))]
         return MemOp(i, op, "ok", updated=(ident,))
     if op == "remove":
         ident = st.ident((args or {}).get("id") if isinstance(args, Mapping) else None)
