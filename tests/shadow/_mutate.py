@@ -156,3 +156,58 @@ def canon_of(name: str) -> Any:
     return canonicalize(name, sc.input)
 
 
+_CONSOLIDATOR = "packages/session-core/lib/memory-consolidator.js#MemoryConsolidator.consolidate"
+
+
+def llm_consolidation(variant: str, secret_fact: bool) -> dict[str, Any]:
+    """Mutations adding one LLM consolidation (``useLLM``) with a recorded summariser
+    exchange to memory-consolidate-trace, in the capture format of the other operations."""
+    key = "OPENAI_API_KEY=sk-proj-Q7wX2mZ9rT4kLp8vN3bH6jY1cF5dS0aE"
+    args = [{"sessionId": "sess-42", "agentId": "coder"}, {"useLLM": True}]
+    exchange: dict[str, Any] = {"surface": "session-core", "entry": _CONSOLIDATOR, "call": 1,
+                                "request": {"events": [{"type": "message", "payload": {
+                                    "role": "user", "content": "prefer lint before tests"}}]}}
+    facts = [{"category": "preference", "content": "Prefers running the linter before tests"}]
+    if variant == "error":
+        exchange["error"] = {"name": "Error", "message": "upstream 500", "code": None}
+    elif variant == "cancelled":
+        exchange["error"] = {"name": "AbortError", "message": "aborted", "code": 20}
+    elif variant == "invalid":
+        exchange["response"] = {"text": "Sorry, I cannot summarise this session."}
+    else:
+        exchange["response"] = facts
+    if variant == "secret":
+        exchange["request"]["events"].append({"type": "tool_result", "payload": {
+            "ok": True, "tool": "read_file", "summary": key}})
+    content = f"Config read: {key}" if secret_fact else facts[0]["content"]
+
+    def inp(d: dict[str, Any]) -> None:
+        d["memory_ops"].append({"op": "consolidate", "args": args})
+        d.setdefault("provider_responses", []).append(exchange)
+
+    def cap(d: dict[str, Any]) -> None:
+        ops = d["output"]["ops"]
+        index = len(ops)
+        rec = {"id": "mem_00000000000000aa", "scope": "agent", "scopeId": "coder",
+               "category": "preference", "content": content, "tags": [], "score": 0,
+               "metadata": {"fromSessionId": "sess-42"}, "createdAt": 1, "updatedAt": 1,
+               "accessedAt": 1}
+        ops.append({"index": index, "op": "consolidate", "args": args,
+                    "result": {"sessionId": "sess-42", "scope": "agent", "scopeId": "coder",
+                               "eventCount": 10, "factCount": 1, "writtenCount": 1,
+                               "written": [rec]}, "error": None})
+    return {"input.json": inp, "session-core.memory.json": cap}
+
+
+def replay_candidate_on(sc: Scenario, surface: str, mutate: Mutator) -> FixtureResult:
+    """Like :func:`replay_candidate`, for a mutated scenario: the live kernel's projections
+    of ``sc`` recorded, one of them mutated, and ``sc`` replayed against the recording."""
+    projections = replay_fixture(sc, KernelCandidate()).candidate_projections
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "cand"
+        write_recorded(folder, KernelCandidate().identity, projections)
+        path = folder / sc.name / f"{surface}.projection.json"
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        mutate(doc)
+        path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        return replay_fixture(sc, RecordedCandidate(folder))

@@ -20,9 +20,13 @@ from tests.shadow._mutate import (
     canon_of,
     drop,
     expect_candidate,
+    find,
     kept,
+    llm_consolidation,
+    mutated,
     projection_doc,
     replay_candidate,
+    replay_candidate_on,
     scenario,
 )
 
@@ -277,22 +281,26 @@ def test_candidate_memory_faults_block(data: st.DataObject) -> None:
 @SETTINGS
 @given(data=st.data())
 def test_candidate_consolidation_summariser_faults_block(data: st.DataObject) -> None:
+    # the recording holds a failed / invalid / cancelled summariser answer (or a secret in
+    # the request); the recorded candidate stores its consolidation as a normal result
     name, surface = "memory-consolidate-trace", "session-core.memory"
     variant = data.draw(st.sampled_from(("error", "invalid", "cancelled", "secret")))
-    op = data.draw(st.sampled_from([o["index"] for o in projection_doc(name, surface)
-                                    ["memory"]["ops"] if o["op"] == "consolidate"
-                                    and o["status"] == "ok"]))
+    sc = mutated(name, llm_consolidation(variant, False))
+    op = len(sc.input["memory_ops"]) - 1
 
     def fault(d: dict[str, Any]) -> None:
         for o in d["memory"]["ops"]:
             if o["index"] == op:
-                truth = "ok" if variant == "secret" else variant
+                o["status"], o["error"] = "ok", None
                 o["detail"] = {**o["detail"], "summarizer": {
-                    "truth": truth, "degraded": False, "sent_secret": variant == "secret"}}
-    r = replay_candidate(name, surface, fault)
+                    "truth": "ok", "degraded": False, "sent_secret": variant == "secret"}}
+    r = replay_candidate_on(sc, surface, fault)
     code = {"error": "provider.degraded_masked", "invalid": "provider.degraded_masked",
             "cancelled": "provider.cancel_swallowed", "secret": "secret.leaked"}[variant]
     expect_candidate(r, code, surface)
+    # what the recording says is the harness's, not the candidate's: its "ok" is ignored
+    if variant != "secret":
+        assert any(d.detail.get("truth") == variant for d in find(r.divergences, code))
 
 
 @SETTINGS

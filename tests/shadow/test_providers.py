@@ -275,8 +275,8 @@ def test_schema_mismatch_is_degraded_and_names_fields_only(tmp_path: Path) -> No
     assert (outcome.status, outcome.reason, outcome.usage) == (
         "degraded", "summary_schema_mismatch", "settled")
     assert outcome.fallback == FALLBACK_STRATEGY and outcome.handoff is None
-    assert outcome.detail == {"missing": ["nextSteps"], "unknown": ["extra"],
-                              "mistyped": ["tests"]}
+    # an unknown key is counted, never echoed: a provider chooses it (it may hold anything)
+    assert outcome.detail == {"missing": ["nextSteps"], "unknown": 1, "mistyped": ["tests"]}
     assert "npm test passed" not in repr(outcome) + json.dumps(outcome.to_wire())
 
 
