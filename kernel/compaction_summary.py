@@ -200,8 +200,9 @@ def validate_handoff(text: Any) -> tuple[dict[str, Any] | None, str | None, dict
     arrays and scalars are ``summary_invalid_json`` (``detail.json`` says which) — with
     every field of :data:`HANDOFF_FIELDS` of the right type and no other; otherwise
     ``summary_schema_mismatch`` with the ``missing`` and ``mistyped`` field names and the
-    number of ``unknown`` ones (a provider-chosen key is never echoed; no value is).  A provider summary that fails here is never committed as a
-    semantic summary: compaction degrades to its fallback and says why (§17).
+    number of ``unknown`` ones (a provider-chosen key is never echoed; no value is).
+    A provider summary that fails here is never committed as a semantic summary:
+    compaction degrades to its fallback and says why (§17).
     """
     import json
 
