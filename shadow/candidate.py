@@ -461,7 +461,7 @@ class RecordedCandidate:
         if not path.is_file():  # an incomplete recording is refused, never judged GO
             raise InputError(path, "", "a recorded projection for every judged fixture and "
                              "surface (record it with --record-candidate)", "no such file")
-        p = from_wire(load_path(path), str(path))
+        p = from_wire(load_path(path), str(path), candidate=True)
         if p.fixture != canon.name or p.surface != capture.name:
             raise InputError(path, "/fixture" if p.fixture != canon.name else "/surface",
                              f"{canon.name} / {capture.name}",

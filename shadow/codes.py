@@ -100,6 +100,15 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
                "documents no reordering (e.g. a request moved after the turn answering it).",
                "`pending-approval` / `cli.compress`: dedup re-appends the last user request "
                "`m0007` after the assistant turn `m0008` that answers it."),
+    ReasonCode("budget.exceeded", _M, False,
+               "A candidate's committed output holds more tokens (the kernel's own estimates "
+               "of the input items, a length estimate of derived ones) than the selectable "
+               "budget of its policy (design 108 §8.3: the plan fits its budget).  Judged on "
+               "the candidate only: each legacy counts tokens its own way.",
+               "Mutation suite: a recorded candidate keeps the whole `provider-cancelled` / "
+               "`desktop.compress` history (4,398 tokens) under its 4,000-token budget and "
+               "says it never asked the provider.  (Uncommitted on purpose: the kernel's "
+               "`reconciliation_required` keeps the history, §17.)", protection=True),
     ReasonCode("digest.mismatch", _M, False,
                "The same identity carries different content on the two sides.",
                "Desktop context engineering rewrote dates in the system prompt `s:m0000`."),
@@ -196,8 +205,10 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
                "A deletion removed records outside its selector.",
                "`clearScope('global', 'unrelated')` removes every global record.", protection=True),
     ReasonCode("deletion.receipt_mismatch", _M, False,
-               "A deletion's receipt (returned value) disagrees with its effect.",
-               "`remove` returns true but the record is still listed."),
+               "A deletion's receipt (returned value) disagrees with its effect, or a "
+               "removal reports success and removed nothing (design 108 §10: a receipt "
+               "says what was deleted).",
+               "`remove` returns true but the record is still listed.", protection=True),
     ReasonCode("writer.dual", _B, True,
                "More than one writer appended to the same authoritative store for one "
                "operation.",

@@ -257,12 +257,12 @@ def dumps(p: Projection) -> str:
     return json.dumps(to_wire(p), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
 
-def from_wire(d: Any, src: str = "<projection>") -> Projection:
+def from_wire(d: Any, src: str = "<projection>", *, candidate: bool = False) -> Projection:
     """Parse the documented JSON format strictly (:mod:`shadow.projection_wire`); a bad
     file is an InputError naming the file and the JSON pointer."""
     from shadow.projection_wire import from_wire as parse
 
-    return parse(d, src)
+    return parse(d, src, candidate=candidate)
 
 
 def with_producer(p: Projection, producer: str) -> Projection:

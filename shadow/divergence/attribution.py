@@ -64,7 +64,7 @@ RELEVANT: Final[Mapping[str, frozenset[str]]] = {
     # candidate's own false refusal
     "outcome.error_mismatch": frozenset({"protected.dropped", "pending.lost", "pinned.altered",
                                          "outcome.error_mismatch", "provider.cancel_swallowed",
-                                         "provider.degraded_masked"}),
+                                         "provider.degraded_masked", "candidate.unavailable"}),
     "provider.degraded_masked": frozenset({"provider.degraded_masked"}),
     "provider.usage_unknown_masked": frozenset({"provider.usage_unknown_masked"}),
     "provider.cancel_swallowed": frozenset({"provider.cancel_swallowed"}),
@@ -82,7 +82,8 @@ ANY_ITEM: Final[Mapping[str, frozenset[str]]] = {
     # a result where the other side failed: masking the provider's outcome is about the
     # whole output (a swallowed cancellation returns a history instead of aborting)
     "outcome.error_mismatch": frozenset({"provider.cancel_swallowed",
-                                         "provider.degraded_masked"}),
+                                         "provider.degraded_masked",
+                                         "candidate.unavailable"}),
 }
 #: codes judged without items: the same finding on a side explains them
 ITEMLESS: Final = frozenset({"provider.degraded_masked", "provider.usage_unknown_masked",

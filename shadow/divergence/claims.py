@@ -134,13 +134,16 @@ def verify(p: Projection, canon: Canon, cis: Mapping[str, CanonItem]) -> ClaimRe
     """Check every drop, alteration and order claim of ``p`` (see the module docstring)."""
     rep = ClaimReport()
     if p.status == "error" and p.error == "context_over_budget" and cis:
-        rep.refusal = _refusal(p, cis)
-        if rep.refusal == FALSIFIED:
-            detail = p.facts.get("error_detail") if isinstance(p.facts, Mapping) else None
-            named = detail.get("protectedItemIds") if isinstance(detail, Mapping) else None
-            ids = tuple(sorted(str(i) for i in named)) if isinstance(named, list) else ()
-            rep.violations.append(Violation("outcome.error_mismatch", ids, {
-                "claim": "context_over_budget", "why": "protected_items_fit_the_budget"}))
+        rep.refusal, why, ids = _refusal(p, cis)
+        if rep.refusal == FALSIFIED or (rep.refusal == UNVERIFIABLE
+                                        and p.producer == "candidate"):
+            # the candidate's refusal must name protected items that alone exceed its
+            # (anchored) budget; a refusal it cannot justify left nothing to judge
+            code = "candidate.unavailable" if p.producer == "candidate" else \
+                "outcome.error_mismatch"
+            rep.violations.append(Violation(code, ids, {
+                "claim": "context_over_budget", "error": "context_over_budget",
+                "problem": "refusal_not_justified", "why": why}))
     if p.status != "ok" or not cis:
         return rep
     ctx = _Ctx(p, canon, cis)
@@ -160,22 +163,34 @@ def verify(p: Projection, canon: Canon, cis: Mapping[str, CanonItem]) -> ClaimRe
     return rep
 
 
-def _refusal(p: Projection, cis: Mapping[str, CanonItem]) -> str:
+def _refusal(p: Projection, cis: Mapping[str, CanonItem]
+             ) -> tuple[str, str, tuple[str, ...]]:
     """``context_over_budget`` is justified when the protected items it names really
-    exceed the stated budget on their own (token estimates of the input)."""
+    exceed the stated budget on their own (token estimates of the input).  A candidate is
+    held to its anchored limit (``facts.limits.tokens``), never to a budget it states; a
+    baseline's adapter-derived detail may state the legacy's own budget.
+
+    Returns (verdict, why, the named ids that are input items)."""
     detail = p.facts.get("error_detail") if isinstance(p.facts, Mapping) else None
     limits = p.facts.get("limits") if isinstance(p.facts, Mapping) else None
-    ids = detail.get("protectedItemIds") if isinstance(detail, Mapping) else None
-    budget = _int(detail.get("selectableBudget")) if isinstance(detail, Mapping) else None
+    raw = detail.get("protectedItemIds") if isinstance(detail, Mapping) else None
+    ids = [i for i in raw if isinstance(i, str)] if isinstance(raw, list) else []
+    named = sorted({i for i in ids if i in cis})
+    budget = None
+    if p.producer != "candidate" and isinstance(detail, Mapping):
+        budget = _int(detail.get("selectableBudget"))
     if budget is None and isinstance(limits, Mapping):
         budget = _int(limits.get("tokens"))
-    if not isinstance(ids, list) or budget is None or not ids:
-        return UNVERIFIABLE
-    named = [i for i in ids if isinstance(i, str) and i in cis]
-    if len(named) != len(ids) or not all(cis[i].shielded for i in named):
-        return FALSIFIED
+    if not ids:
+        return UNVERIFIABLE, "names_no_protected_item", ()
+    if budget is None:
+        return UNVERIFIABLE, "no_stated_budget", tuple(named)
+    if len(named) != len(set(ids)) or not all(cis[i].shielded for i in named):
+        return FALSIFIED, "names_unprotected_or_unknown_items", tuple(named)
     need = sum(max(1, cis[i].token_estimate) for i in named)
-    return VERIFIED if need > budget else FALSIFIED
+    if need > budget:
+        return VERIFIED, "", tuple(named)
+    return FALSIFIED, "protected_items_fit_the_budget", tuple(named)
 
 
 def _v(d: Drop, status: str, why: str = "", evidence: Sequence[str] = ()) -> Verdict:
@@ -194,14 +209,25 @@ def _drop(ctx: _Ctx, d: Drop) -> Verdict:
         marks = [it for it in ctx.derived if it.kind == kind]
         if not marks:
             return _v(d, FALSIFIED, f"no_{kind.replace('-', '_')}")
+        covering = [m.id for m in marks if d.id in m.covers]
+        if covering:
+            return _v(d, VERIFIED, "", covering)
+        # an earlier call's summary (dropped since, covered by this one) covered it
+        chained = [m.id for m in marks if any(c.startswith("~") and c in ctx.drops
+                                              for c in m.covers)]
+        if chained:
+            return _v(d, VERIFIED, "covered_through_earlier_summary", chained)
+        if ctx.candidate or any(m.covers for m in marks):  # the markers say what they cover
+            return _v(d, FALSIFIED, f"no_{kind.replace('-', '_')}_covers_it",
+                      [m.id for m in marks])
         return _v(d, VERIFIED, "", [m.id for m in marks])
     if reason == "user_removed":
-        if ctx.ide is None:
-            return _v(d, UNVERIFIABLE)
+        if ctx.ide is None:  # a candidate states only what an input fact supports
+            return _v(d, FALSIFIED if ctx.candidate else UNVERIFIABLE, "no_removal_in_input")
         return _v(d, VERIFIED if d.id in ctx.ide.removed else FALSIFIED, "not_removed_by_user")
     if reason == "invalid":
         if ctx.ide is None:
-            return _v(d, UNVERIFIABLE)
+            return _v(d, FALSIFIED if ctx.candidate else UNVERIFIABLE, "no_rejection_in_input")
         return _v(d, VERIFIED if d.id in ctx.ide.rejected else FALSIFIED, "valid_kind")
     if reason == "not_persisted":
         ok = ci.role == "system" and ci.trust in ("host", "verified")
@@ -216,6 +242,8 @@ def _drop(ctx: _Ctx, d: Drop) -> Verdict:
     if reason == "unknown" and isinstance(steps, list) and steps:
         # the producer names the steps it ran, and none of them removes this item
         return _v(d, FALSIFIED, "no_stated_step_drops_it")
+    if ctx.candidate:  # expired, scope_denied, unknown: no input fact the harness reads
+        return _v(d, FALSIFIED, "no_input_fact_supports_it")  # supports them
     return _v(d, UNVERIFIABLE)
 
 
@@ -334,7 +362,8 @@ def _alterations(ctx: _Ctx, rep: ClaimReport) -> None:
     policy, other = [], []
     for iid, it in ctx.kept.items():
         ci = ctx.cis.get(iid)
-        if ci is None or it.digest == ci.digest or it.altered == "whitespace":
+        if ci is None or it.digest == ci.digest or (it.altered == "whitespace"
+                                                     and not ctx.candidate):
             continue
         claim = it.detail.get("claim")
         if ctx.candidate:

@@ -85,7 +85,8 @@ def compare(a: Projection, b: Projection, va: Sequence[Violation], vb: Sequence[
         for side, p in (("candidate", a), ("baseline", b)):
             err = p.facts.get("error_detail") if isinstance(p.facts, Mapping) else None
             if isinstance(err, Mapping):
-                detail[f"{side}_error_detail"] = safe_error_detail(err)
+                detail[f"{side}_error_detail"] = safe_error_detail(
+                    err, set(b.input_ids) | set(a.input_ids))
         if ca.refusal is not None:
             detail["candidate_refusal"] = ca.refusal
         crash = [f"crashed ({p.error})" if _crashed(p.error) else "" for p in (a, b)]
@@ -135,13 +136,19 @@ def error_code(error: str | None) -> str | None:
     return error if _CODE.match(error) else "unrecognised"
 
 
-def safe_error_detail(err: Mapping[str, Any]) -> dict[str, Any]:
-    """Only the ids and counts of a refusal (a recorded file may hold anything)."""
+def safe_error_detail(err: Mapping[str, Any], known: set[str] | None = None
+                      ) -> dict[str, Any]:
+    """Only the ids and counts of a refusal (a recorded file may hold anything): named ids
+    that are not offered input items are counted, never shown."""
     out: dict[str, Any] = {}
     for key in _DETAIL_KEYS:
         v = err.get(key)
         if key == "protectedItemIds" and isinstance(v, list):
-            out[key] = [str(x) for x in v if isinstance(x, str)][:50]
+            named = sorted({x for x in v if isinstance(x, str)})
+            shown = [x for x in named if known is None or x in known]
+            out[key] = shown[:50]
+            if len(shown) < len(named):
+                out["unknownItemIds"] = len(named) - len(shown)
         elif isinstance(v, int) and not isinstance(v, bool):
             out[key] = v
     return out
@@ -203,7 +210,10 @@ def _items(a: Projection, b: Projection, out: _Out, ca: ClaimReport, cb: ClaimRe
     for i in common_a:
         x, y = amap[i], bmap[i]
         if x.digest != y.digest:
-            if "whitespace" in (x.altered, y.altered):
+            # a whitespace-only change is a label the baseline adapters verify; a candidate
+            # saying so is just a candidate that changed an item (judged by its claims)
+            if y.altered == "whitespace" or (x.altered == "whitespace"
+                                             and a.producer != "candidate"):
                 ws.append(i)
             else:
                 digest.append(i)

@@ -124,11 +124,14 @@ def assess(p: Projection, canon: Canon, index: prov.SourceIndex | None = None, *
     if candidate and p.status == "error" and p.error not in KERNEL_OUTCOMES:
         # not an outcome the design defines (a crash, an "internal error"): nothing to judge
         out.append(Violation("candidate.unavailable", (), {
+            "problem": "undefined_failure", "pointer": "/error",
             "error": p.error if p.error and p.error.isidentifier() else "unrecognised"}))
     if p.status != "ok":
         return Assessment(out, rep)
     if cis:
-        out += _items(p, cis)
+        out += _items(p, cis, rep)
+        if candidate:
+            out += _budget(p, cis)
         out += _derived(p, cis, index)
     return Assessment(out, rep)
 
@@ -158,8 +161,20 @@ def _rank(trust: str | None) -> int:
     return _TRUST.index(trust) if trust in _TRUST else len(_TRUST)
 
 
-def _items(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
+def _items(p: Projection, cis: Mapping[str, CanonItem],
+           rep: claims_mod.ClaimReport | None = None) -> list[Violation]:
     out: list[Violation] = []
+    candidate = p.producer == "candidate"
+
+    def exempt(d: Any) -> bool:
+        """A governance drop exempts a protected item only when its claim holds (a
+        candidate's must be verified, a legacy's not falsified)."""
+        if d is None or d.reason not in GOVERNANCE:
+            return False
+        status = rep.status(d.id) if rep is not None else None
+        return status == claims_mod.VERIFIED or (
+            not candidate and status != claims_mod.FALSIFIED)
+
     offered = set(p.input_ids) if p.input_ids else set(cis)
     kept = {it.id: it for it in p.items if it.origin == "input"}
     pos = {it.id: n for n, it in enumerate(p.items)}
@@ -202,7 +217,7 @@ def _items(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
             continue
         it = kept.get(iid)
         d = dropped.get(iid)
-        governance = d is not None and d.reason in GOVERNANCE
+        governance = exempt(d)
         if ci.pending:
             if it is None and not governance:
                 lost.append(iid)
@@ -223,6 +238,7 @@ def _items(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
         out.append(Violation("pinned.altered", tuple(altered), {"count": len(altered)}))
     # trust of input items, and secrets in the provider-bound output
     esc, leak = [], []
+    secret_text = {ci.digest for ci in cis.values() if ci.sensitivity in SECRET}
     for it in p.items:
         ci = cis.get(it.id)
         if it.origin == "input" and ci is not None and not ci.detail.get("prior"):
@@ -231,7 +247,8 @@ def _items(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
                     it.trust is not None and _rank(it.trust) < _rank(ci.trust)):
                 esc.append(it.id)
         sens = ci.sensitivity if ci is not None else it.sensitivity
-        if sens in SECRET or any(cis[c].sensitivity in SECRET for c in it.covers if c in cis):
+        if sens in SECRET or it.digest in secret_text or any(
+                cis[c].sensitivity in SECRET for c in it.covers if c in cis):
             leak.append(it.id)
     if esc:
         out.append(Violation("trust.escalated", tuple(esc), {
@@ -240,6 +257,32 @@ def _items(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
         out.append(Violation("secret.leaked", tuple(leak), {"count": len(leak),
                                                             "sink": "model output"}))
     return out
+
+
+#: characters per token of the length estimate of a derived item (the kernel's ASCII
+#: rate; CJK text counts more with the kernel, so this never over-counts it)
+CHARS_PER_TOKEN: Final = 4
+
+
+def _budget(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
+    """``budget.exceeded``: a candidate's output over its (anchored) selectable budget.
+    An uncommitted compaction (``reconciliation_required`` because the recording reports
+    no usage, §17) keeps the history it had."""
+    limits = p.facts.get("limits") if isinstance(p.facts, Mapping) else None
+    budget = limits.get("tokens") if isinstance(limits, Mapping) else None
+    if not isinstance(budget, int) or isinstance(budget, bool):
+        return []
+    pr = p.provider
+    if pr is not None and pr.status == "reconciliation_required" and pr.truth == "no-usage":
+        return []
+    used = sum(max(1, cis[it.id].token_estimate) for it in p.items
+               if it.origin == "input" and it.id in cis)
+    used += sum(max(1, it.length // CHARS_PER_TOKEN) for it in p.items
+                if it.origin != "input")
+    if used <= budget:
+        return []
+    return [Violation("budget.exceeded", (), {"tokens": used, "budget": budget,
+                                              "over": used - budget})]
 
 
 def _rendered_trust(it: PItem, ci: CanonItem | None) -> str:

@@ -8,7 +8,8 @@ Single projection (``check_memory``):
 * ``deletion.backfill``      a record deleted by an operation is returned, updated or
                              active afterwards;
 * ``deletion.overbroad``     a deletion removed a record outside its (scope, scopeId);
-* ``deletion.receipt_mismatch`` the returned receipt disagrees with the records removed;
+* ``deletion.receipt_mismatch`` the returned receipt disagrees with the records removed,
+                             or a removal reports success and removed nothing;
 * ``memory.recall_mismatch`` a read returned records outside the admitted scope (or read
                              without any admission), or a recall returned a record its own
                              relevance rule does not match (``MemOp.detail.irrelevant``);
@@ -39,6 +40,8 @@ from shadow.divergence import provenance as prov
 from shadow.projection import MemOp, Projection
 
 _SENS = ("public", "internal", "personal", "secret", "restricted")
+#: operations that remove one named record: ``ok`` means it was removed (``noop``: absent)
+REMOVALS = frozenset({"remove", "forget", "delete"})
 
 
 def _width(scope: Any) -> int:
@@ -174,7 +177,9 @@ def check_memory(p: Projection, index: prov.SourceIndex | None = None) -> list[V
                         sel.get("scope_id") is not None and r.scope_id != sel.get("scope_id"))):
                 hit("overbroad", overbroad, rid, op.index)
         receipt = op.detail.get("receipt")
-        if isinstance(receipt, bool):
+        if op.op in REMOVALS and op.status == "ok" and not op.deleted:
+            receipts.append(str(op.index))  # a successful removal that removed nothing
+        elif isinstance(receipt, bool):
             if receipt != bool(op.deleted):
                 receipts.append(str(op.index))
         elif isinstance(receipt, int) and receipt != len(op.deleted):

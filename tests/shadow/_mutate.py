@@ -85,7 +85,7 @@ def replay_candidate(name: str, surface: str, mutate: Mutator) -> FixtureResult:
         path = folder / name / f"{surface}.projection.json"
         doc = json.loads(path.read_text(encoding="utf-8"))
         mutate(doc)
-        path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        path.write_text(json.dumps(doc), encoding="utf-8")  # \u escapes: lone surrogates too
         return replay_fixture(scenario(name), RecordedCandidate(folder))
 
 
@@ -209,5 +209,5 @@ def replay_candidate_on(sc: Scenario, surface: str, mutate: Mutator) -> FixtureR
         path = folder / sc.name / f"{surface}.projection.json"
         doc = json.loads(path.read_text(encoding="utf-8"))
         mutate(doc)
-        path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        path.write_text(json.dumps(doc), encoding="utf-8")  # \u escapes: lone surrogates too
         return replay_fixture(sc, RecordedCandidate(folder))

@@ -77,14 +77,22 @@ def test_a_secret_sent_to_the_summarizer_leaks_even_when_the_candidate_failed() 
                      "secrets-in-tool-output:m0003")
 
 
-@pytest.mark.parametrize("error", ["internal_error", "TypeError", "boom boom"])
+@pytest.mark.parametrize("error", ["internal_error", "TypeError"])
 def test_a_failure_the_design_does_not_define_is_unavailable(error: str) -> None:
     def crash(d: dict[str, Any]) -> None:
         d["status"], d["error"] = "error", error
     r = replay_candidate("short-session", "cli.compress", crash)
     un = find(r.divergences, "candidate.unavailable", "cli.compress")
     assert un and un[0].severity == "blocking"
-    assert all(" " not in str(d.detail.get("candidate_error", "")) for d in r.divergences)
+    assert un[0].detail["problem"] == "undefined_failure"
+
+
+def test_a_failure_stated_in_free_text_is_refused() -> None:
+    def crash(d: dict[str, Any]) -> None:
+        d["status"], d["error"] = "error", "boom boom"
+    with pytest.raises(InputError) as err:
+        replay_candidate("short-session", "cli.compress", crash)
+    assert err.value.pointer == "/error" and "boom" not in str(err.value)
 
 
 def test_a_false_refusal_is_the_candidates_fault() -> None:
@@ -99,6 +107,8 @@ def test_a_false_refusal_is_the_candidates_fault() -> None:
     mism = [d for d in find(r.divergences, "outcome.error_mismatch", surface)
             if d.attribution == "candidate"]
     assert mism and mism[0].detail["candidate_refusal"] == "falsified"
+    un = find(r.divergences, "candidate.unavailable", surface)
+    assert un and un[0].severity == "blocking" and un[0].item_ids == ("ide-budget-zero:c0003",)
 
 
 def test_a_memory_operation_the_candidate_skipped_is_a_divergence() -> None:

@@ -212,7 +212,8 @@ def test_registry_holds_every_required_code_and_docs_are_in_sync() -> None:
     protections = {"protected.dropped", "pinned.altered", "trust.escalated", "secret.leaked",
                    "system_policy.altered", "memory.sensitivity_lowered",
                    "provider.degraded_masked", "provider.usage_unknown_masked",
-                   "provider.cancel_swallowed", "deletion.overbroad"}
+                   "provider.cancel_swallowed", "deletion.overbroad",
+                   "deletion.receipt_mismatch", "budget.exceeded"}
     assert protections == codes.PROTECTION_CODES
     for code in nogo | protections:
         assert codes.severity_for(code, "candidate") == "blocking"

@@ -1,0 +1,134 @@
+"""Does a candidate projection agree with its own circumstances?
+
+After :func:`shadow.anchor.anchor` has replaced what a candidate may not decide (the items
+it was offered, its limits, the recorded provider and memory truths), the projection must
+still be *about* that input.  A candidate projection that is not — a kept or dropped item
+the surface never offered, a derived item that names no source or hides the sketch of its
+text, a memory surface without its memory (or memory on a
+surface without any), two items with one identity, a record no operation created, a whole-surface
+failure nothing justifies (``aborted`` without a cancelled provider call in the
+recording, ``provider_usage_unsettled`` without a usage-less answer, any other design
+outcome on an input every baseline processed; the ``context_over_budget`` refusal is
+judged by :mod:`~shadow.divergence.claims`) — cannot be judged: it is
+``candidate.unavailable`` (always blocking) with a ``problem`` word and the JSON
+``pointer`` of the first offending field, never a GO.  A semantic summary committed
+without any provider answer behind it is ``provider.degraded_masked`` (§17: only a
+validated provider answer is a semantic summary).
+
+The live kernel's projections satisfy every rule on the bundled corpus (a test holds it);
+the rules exist for recorded candidates, whose files say whatever they were edited to say.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from shadow.divergence import Violation
+from shadow.divergence.invariants import KERNEL_OUTCOMES
+from shadow.projection import Projection
+
+#: a derived text at least this long has a sketch (``provenance.MIN_TOKENS`` words fit in
+#: far fewer characters); a longer one without it hides where its text came from
+SKETCH_MIN_LENGTH: Final = 200
+#: derived formats whose text holds no input text (ids and digests only)
+NO_TEXT_FORMATS: Final = frozenset({"fallback"})
+#: whole-surface failures the recording justifies: the anchored truth of the provider call
+JUSTIFIED_BY_TRUTH: Final = {"aborted": "cancelled", "provider_usage_unsettled": "no-usage"}
+#: the refusal, judged by ``claims`` against the protected items it names
+REFUSAL: Final = "context_over_budget"
+#: the id prefix of a derived item (a candidate's summaries, markers)
+DERIVED_PREFIX: Final = "~"
+
+
+def _unavailable(problem: str, pointer: str, ids: tuple[str, ...] = (),
+                 **extra: Any) -> Violation:
+    return Violation("candidate.unavailable", ids, {"problem": problem, "pointer": pointer,
+                                                    **extra})
+
+
+def check(p: Projection, baseline: Projection) -> list[Violation]:
+    """Violations of a (anchored) candidate projection against its own circumstances."""
+    out: list[Violation] = []
+    offered = set(p.input_ids)
+    if offered:
+        out += _items(p, offered)
+    out += _memory(p, baseline)
+    out += _provider(p)
+    return out
+
+
+def _items(p: Projection, offered: set[str]) -> list[Violation]:
+    out: list[Violation] = []
+    seen: set[str] = set()
+    for n, it in enumerate(p.items):
+        if it.id in seen:
+            out.append(_unavailable("duplicate_item", f"/items/{n}/id", (it.id,)))
+            break
+        seen.add(it.id)
+    for n, it in enumerate(p.items):
+        if it.origin == "input" and it.id not in offered:
+            out.append(_unavailable("unknown_input_item", f"/items/{n}/id"))
+            break
+    # a derived item of an earlier call of the same run ("~c1.summary.1") may be dropped and
+    # covered again; it is accounted for by this projection's own drops or items
+    earlier = {d.id for d in p.dropped if d.id.startswith(DERIVED_PREFIX)} | {
+        it.id for it in p.items if it.origin == "derived"}
+    for n, d in enumerate(p.dropped):
+        if d.id not in offered and not d.id.startswith(DERIVED_PREFIX):
+            out.append(_unavailable("unknown_dropped_item", f"/dropped/{n}/id"))
+            break
+    for n, it in enumerate(p.items):
+        if it.origin != "derived":
+            continue
+        fmt = it.detail.get("format")
+        if not it.covers:
+            out.append(_unavailable("derived_without_sources", f"/items/{n}/covers",
+                                    (it.id,)))
+        elif any(c not in offered and c not in earlier for c in it.covers) or \
+                not any(c in offered for c in it.covers):
+            out.append(_unavailable("unknown_cover", f"/items/{n}/covers", (it.id,)))
+        elif not isinstance(fmt, str):
+            out.append(_unavailable("derived_without_format", f"/items/{n}/detail/format",
+                                    (it.id,)))
+        elif fmt not in NO_TEXT_FORMATS and it.length >= SKETCH_MIN_LENGTH and \
+                not it.detail.get("shingles"):
+            out.append(_unavailable("derived_without_sketch", f"/items/{n}/detail/shingles",
+                                    (it.id,)))
+    return out
+
+
+def _memory(p: Projection, baseline: Projection) -> list[Violation]:
+    if baseline.memory is not None and p.memory is None:
+        return [_unavailable("memory_missing", "/memory")]
+    if baseline.memory is None and p.memory is not None:
+        return [_unavailable("memory_unexpected", "/memory")]
+    if p.memory is None:
+        return []
+    created = {rid for o in p.memory.ops for rid in o.created}
+    for n, r in enumerate(p.memory.records):
+        if r.id not in created:
+            return [_unavailable("record_without_operation", f"/memory/records/{n}/id")]
+    return []
+
+
+def _provider(p: Projection) -> list[Violation]:
+    out: list[Violation] = []
+    pr = p.provider
+    asked = pr is not None and pr.requests > 0
+    if p.status == "error" and p.error in JUSTIFIED_BY_TRUTH:
+        if pr is None or pr.truth != JUSTIFIED_BY_TRUTH[p.error]:
+            out.append(_unavailable("failure_not_justified", "/error", error=p.error,
+                                    needs=f"recorded provider truth {JUSTIFIED_BY_TRUTH[p.error]}"))
+    elif p.status == "error" and p.error != REFUSAL and p.error in KERNEL_OUTCOMES:
+        # a design outcome, but nothing the harness reads justifies it on an input every
+        # baseline processed: the case has no output to judge
+        out.append(_unavailable("failure_not_justified", "/error", error=p.error))
+    semantic = [it.id for it in p.items if it.origin == "derived" and it.kind == "summary"
+                and it.detail.get("format") not in NO_TEXT_FORMATS]
+    if semantic and not asked:
+        out.append(Violation("provider.degraded_masked", tuple(semantic), {
+            "why": "no_provider_answer", "requests": pr.requests if pr else 0}))
+    return out
+
+
+__all__ = ["SKETCH_MIN_LENGTH", "check"]
