@@ -5,7 +5,8 @@ Each recorded operation becomes a :class:`~shadow.projection.MemOp`; legacy reco
 ``<scenario>:op000i``; a consolidated fact is ``<scenario>:op000i.t000s`` where *s* is
 the trace sequence of the evidence event its content came from (``.w<j>`` when no event
 matches).  Effects are read from the return values: ``add`` creates, ``update`` updates
-(a changed scope is recorded), ``remove`` → ``true`` deletes / ``false`` is a no-op,
+(a changed scope is recorded), ``remove`` → ``true`` deletes (``true`` for an absent or
+already deleted record is a success that removed nothing) / ``false`` is a no-op,
 ``clearScope`` deletes the records of that scope (and scopeId, except for global — the
 legacy's documented semantics; the returned count is the receipt), ``recall`` / ``list``
 / ``get`` return identities.  Legacy records carry no sensitivity and no state beyond
@@ -98,9 +99,11 @@ def _op(st: _State, raw: Mapping[str, Any]) -> MemOp:
         return MemOp(i, op, "ok", updated=(ident,))
     if op == "remove":
         ident = st.ident((args or {}).get("id") if isinstance(args, Mapping) else None)
-        if result is True and ident in st.recs:
+        if result is True and ident in st.recs and st.recs[ident]["state"] != "deleted":
             st.recs[ident]["state"] = "deleted"
             return MemOp(i, op, "ok", deleted=(ident,), detail={"receipt": True})
+        if result is True:  # success claimed for a record that is absent or already gone
+            return MemOp(i, op, "ok", detail={"receipt": True})
         return MemOp(i, op, "noop", detail={"receipt": bool(result)})
     if op == "clearScope":
         a = args if isinstance(args, list) else []

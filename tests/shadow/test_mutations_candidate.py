@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shadow.divergence.claims import canon_items
 from shadow.divergence.provenance import sketch
 from tests.shadow._mutate import (
     MESSAGE_SURFACES,
@@ -209,11 +210,12 @@ def test_candidate_provider_masking_blocks(data: st.DataObject) -> None:
 @given(data=st.data())
 def test_candidate_memory_faults_block(data: st.DataObject) -> None:
     variant = data.draw(st.sampled_from(("scope", "backfill", "overbroad", "sensitivity",
-                                         "trust")))
+                                         "trust", "receipt")))
     name = {"scope": data.draw(st.sampled_from(("memory-clear-scope", "memory-scopes-overlap",
                                                 "memory-recall-chinese"))),
             "backfill": "memory-update-remove", "overbroad": "memory-clear-scope",
-            "sensitivity": "memory-recall-chinese", "trust": "memory-consolidate-trace"}[variant]
+            "sensitivity": "memory-recall-chinese", "trust": "memory-consolidate-trace",
+            "receipt": "memory-update-remove"}[variant]
     surface = "session-core.memory"
     doc = projection_doc(name, surface)
     recs = [r for r in doc["memory"]["records"] if r["state"] not in ("deleted", "purged")]
@@ -251,6 +253,19 @@ def test_candidate_memory_faults_block(data: st.DataObject) -> None:
                 if r["id"] == others[0]:
                     r["state"] = "deleted"
         expect_candidate(replay_candidate(name, surface, overbroad), "deletion.overbroad", surface)
+    elif variant == "receipt":  # the removal says ok, removes nothing, the record stays
+        removal = data.draw(st.sampled_from([o for o in doc["memory"]["ops"]
+                                             if o["op"] == "remove" and o["deleted"]]))
+
+        def keep(d: dict[str, Any]) -> None:
+            for o in d["memory"]["ops"]:
+                if o["index"] == removal["index"]:
+                    o["deleted"], o["detail"] = [], {}
+            for r in d["memory"]["records"]:
+                if r["id"] in removal["deleted"]:
+                    r["state"] = "active"
+        expect_candidate(replay_candidate(name, surface, keep), "deletion.receipt_mismatch",
+                         surface)
     elif variant == "sensitivity":
         victim = data.draw(st.sampled_from([r["id"] for r in recs]))
 
@@ -355,3 +370,32 @@ def test_candidate_false_claims_and_alterations_are_its_own(data: st.DataObject)
         expect_candidate(r, "item.reordered", surface)
 
 
+@SETTINGS
+@given(data=st.data())
+def test_candidate_output_over_its_budget_blocks(data: st.DataObject) -> None:
+    """Items the kernel cut put back: ``budget.exceeded`` exactly when the output no longer
+    fits its selectable budget (§8.3) — and never while it still fits."""
+    name, surface = data.draw(st.sampled_from((
+        ("long-en-coding-session", "desktop.compress"), ("long-zh-session", "desktop.compress"),
+        ("small-window-llama3-8b", "cli.compress"), ("claude-3-5-sonnet", "desktop.compress"),
+        ("small-window-llama3-8b", "desktop.context-engineering"),
+        ("large-tool-output-1mib", "cli.compress"))))
+    cis = canon_items(canon_of(name))
+    doc = projection_doc(name, surface)
+    cut = [x["id"] for x in doc["dropped"] if x["reason"] in ("input_budget",
+                                                                "partition_ceiling")]
+    back = data.draw(st.lists(st.sampled_from(cut), min_size=1, unique=True))
+
+    def restore(d: dict[str, Any]) -> None:
+        d["dropped"] = [x for x in d["dropped"] if x["id"] not in back]
+        d["items"] += [{"id": i, "kind": cis[i].kind, "origin": "input",
+                        "digest": cis[i].digest, "length": len(cis[i].content),
+                        "role": cis[i].role} for i in back]
+    r = replay_candidate(name, surface, restore)
+    used = sum(cis[it["id"]].token_estimate for it in doc["items"] if it["origin"] == "input")
+    used += sum(max(1, it["length"] // 4) for it in doc["items"] if it["origin"] != "input")
+    used += sum(cis[i].token_estimate for i in back)
+    if used > doc["facts"]["limits"]["tokens"]:
+        expect_candidate(r, "budget.exceeded", surface)
+    else:
+        assert not find(r.divergences, "budget.exceeded")

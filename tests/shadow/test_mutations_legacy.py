@@ -311,7 +311,7 @@ def test_legacy_consolidation_summariser_faults_are_named(variant: str,
 @SETTINGS
 @given(data=st.data())
 def test_legacy_memory_scope_and_deletion_faults_are_named(data: st.DataObject) -> None:
-    variant = data.draw(st.sampled_from(("widen", "backfill")))
+    variant = data.draw(st.sampled_from(("widen", "backfill", "receipt")))
     surface = "session-core.memory"
     if variant == "widen":
         name = data.draw(st.sampled_from(("memory-clear-scope", "memory-scopes-overlap",
@@ -325,6 +325,17 @@ def test_legacy_memory_scope_and_deletion_faults_are_named(data: st.DataObject) 
             d["output"]["ops"][op]["result"]["scope"] = "global"
         r = replay_baseline(name, {f"{surface}.json": widen})
         expect_baseline(r, "memory.scope_expanded", surface, f"{name}:op{op:04d}")
+    elif variant == "receipt":  # the second removal of one record claims success
+        name = "memory-update-remove"
+        ops = next(c for c in scenario(name).captures).raw["output"]["ops"]
+        second = [n for n, o in enumerate(ops) if o["op"] == "remove" and o.get("result")
+                  is False]
+        op = data.draw(st.sampled_from(second))
+
+        def claim(d: dict[str, Any]) -> None:
+            d["output"]["ops"][op]["result"] = True
+        r = replay_baseline(name, {f"{surface}.json": claim})
+        expect_baseline(r, "deletion.receipt_mismatch", surface)
     else:
         name = "memory-update-remove"
 
