@@ -12,9 +12,10 @@ circumstances*.  Before a candidate projection is checked, :func:`anchor` replac
 * ``provider.truth`` / ``provider.recorded`` with what the recording says about the
   candidate's last provider request, and each memory operation's ``summarizer.truth`` with
   what the baseline read from the same recording;
-* each memory operation's name, ``selector`` and ``source_scope`` — what the fixture's
-  command asked for — with the baseline's; operations are judged in index order and
-  records in the order their operations created them, whatever order the file lists.
+* each memory operation's name, ``selector``, ``source_scope`` and ``target`` (the record
+  a removal names) — what the fixture's command asked for — with the baseline's;
+  operations are judged in index order and records in the order their operations created
+  them, whatever order the file lists.
 
 The live kernel's projections already hold these values; anchoring them changes nothing
 there (a test holds that), so the live and a recorded run of the kernel agree.
@@ -84,7 +85,7 @@ def _provider_truth(p: Projection, canon: Canon, capture: Capture,
 
 
 #: what a memory operation was asked to do: the fixture's command, as the baseline read it
-_ASKED: Final = ("selector", "source_scope")
+_ASKED: Final = ("selector", "source_scope", "target")
 
 
 def _memory_truth(p: Projection, baseline: Projection) -> Projection:

@@ -9,6 +9,7 @@ source, a JSON pointer (or line/column for syntax errors) and the expectation.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from shadow.errors import InputError
 
 MAX_DEPTH = 256
+_WORD = re.compile(r"^[A-Za-z0-9_.:@/-]{1,64}$")  # a key shown in an error; others by length
 MAX_STRING = 16 * 1024 * 1024
 
 
@@ -106,7 +108,8 @@ def loads(data: bytes | str, source: str | Path = "<input>") -> Any:
     try:
         value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_pairs)
     except _DuplicateKey as exc:
-        raise InputError(source, "", "unique object keys", f"duplicate key {exc.key!r}") from None
+        key = repr(exc.key) if _WORD.match(exc.key) else f"of {len(exc.key)} characters"
+        raise InputError(source, "", "unique object keys", f"a duplicate key {key}") from None
     except json.JSONDecodeError as exc:
         raise InputError(
             source, "", "well-formed JSON", f"{exc.msg} at line {exc.lineno} column {exc.colno}"

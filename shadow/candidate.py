@@ -17,6 +17,7 @@ Surface policies are documented in docs/surfaces.md ("Candidate policy").
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,6 +42,7 @@ from shadow.projection import (
     dumps,
     from_wire,
 )
+from shadow.projection_wire import CODE, ID
 from shadow.recorded_provider import parse_summary, recorded_answer
 from shadow.surfaces._messages import summary_doc, summary_fields
 
@@ -438,6 +440,25 @@ def _summary_work(canon: Canon, prefix: str, text: str, covered: Sequence[_Work]
 # --------------------------------------------------------------------------- recorded
 
 
+#: a recorded candidate's self-description (shown in reports): short printable values
+_IDENTITY_VALUE: Final = re.compile(r"^[^\x00-\x1f\x7f<>\ud800-\udfff]{0,120}$")
+
+
+def _check_identity(meta: Path, ident: Mapping[str, Any]) -> None:
+    if len(ident) > 16:
+        raise InputError(meta, "/identity", "at most 16 identity fields", f"{len(ident)}")
+    for key, value in ident.items():
+        if not CODE.match(str(key)):
+            raise InputError(meta, "/identity", "identity keys that are code words",
+                             f"a key of {len(str(key))} characters")
+        ok = value is None or isinstance(value, (bool, int)) or (
+            isinstance(value, str) and _IDENTITY_VALUE.match(value))
+        if not ok:
+            raise InputError(meta, f"/identity/{key}", "a short printable value (at most "
+                             "120 characters, no markup or control characters)",
+                             type(value).__name__)
+
+
 class RecordedCandidate:
     """A folder of projections in the documented format (``--candidate DIR``)."""
 
@@ -452,6 +473,7 @@ class RecordedCandidate:
             raise InputError(meta, "/schema", repr(CANDIDATE_SCHEMA), "something else")
         ident = doc.get("identity")
         ident = dict(ident) if isinstance(ident, Mapping) else {}
+        _check_identity(meta, ident)
         self.identity = {**ident, "kind": "recorded", "recorded_kind": ident.get("kind"),
                          "folder": self.root.name}
 
@@ -463,9 +485,11 @@ class RecordedCandidate:
                              "surface (record it with --record-candidate)", "no such file")
         p = from_wire(load_path(path), str(path), candidate=True)
         if p.fixture != canon.name or p.surface != capture.name:
+            wrong = p.fixture if p.fixture != canon.name else p.surface
             raise InputError(path, "/fixture" if p.fixture != canon.name else "/surface",
                              f"{canon.name} / {capture.name}",
-                             f"{p.fixture} / {p.surface}")
+                             repr(wrong) if ID.match(wrong) and len(wrong) <= 64
+                             else f"a string of {len(wrong)} characters")
         return replace(p, producer="candidate")
 
 

@@ -77,6 +77,7 @@ from kernel.recall import RecordIndex, recall_memory
 from kernel.timestamps import epoch_ms_to_iso
 from kernel.trust import source_trust, tool_source_kind
 from shadow.canonical import BASE_TIME_MS, Canon, MemoryCommand, has_secret, record_id
+from shadow.divergence.provenance import sketch
 from shadow.projection import MemOp, MemoryProjection, MemRecord, Projection, content_digest
 
 IDENTITY: Final = "kernel.memory_kernel"
@@ -167,10 +168,15 @@ class _Driver:
             if r is None:
                 continue
             state = "deleted" if r["state"] in TOMBSTONE_STATES else r["state"]
+            content = str(r["content"])
+            trust = r.get("trust")
             out.append(MemRecord(id=self.pid[memory_id], scope=r["scope"],
                                  scope_id=r.get("scopeId"), state=state,
                                  sensitivity=r["sensitivity"],
-                                 digest=content_digest(r["content"]), category=r["category"]))
+                                 digest=content_digest(content), category=r["category"],
+                                 shingles=tuple(sketch(content)),
+                                 trust=trust if isinstance(trust, str) else None,
+                                 content_sensitivity="secret" if has_secret(content) else None))
         return tuple(out)
 
     # ----------------------------------------------------------------- dispatch

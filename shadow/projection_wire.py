@@ -73,7 +73,7 @@ class _P:
         if fields is not None:
             extra = sorted(set(v) - fields)
             if extra:
-                raise InputError(self.src, f"{ptr}/{extra[0]}",
+                raise InputError(self.src, key_pointer(ptr, extra[0]),
                                  "only the documented fields", "an unknown field")
         return v
 
@@ -144,6 +144,12 @@ class _P:
         return tuple(each(x, f"{ptr}/{key}/{i}") for i, x in enumerate(v))
 
 
+def key_pointer(ptr: str, key: Any) -> str:
+    """``ptr/key`` when the key is a word; else ``ptr`` alone (a file's key may be text)."""
+    k = str(key)
+    return join_pointer(ptr, k) if CODE.match(k) or (ID.match(k) and len(k) <= 64) else ptr
+
+
 _ABSENT: Final = object()
 _SHAPES: Final = {ID.pattern: "an identity (letters, digits and _.:~@+/\\#=-, at most 200)",
                   CODE.pattern: "a code word (letters, digits, _ . -, at most 64)"}
@@ -194,7 +200,7 @@ _ITEM_DETAIL: Final = {"shingles": "obj", "claim": "code", "why": "code",
                        "binding_lost": "bool", "orphan": "bool", "declared": "int",
                        "fields": "obj", "format": "code"}
 _OP_DETAIL: Final = {"summarizer": "obj", "irrelevant": "ids", "selector": "obj",
-                     "supersedes": "str", "source_scope": "code"}
+                     "supersedes": "str", "source_scope": "code", "target": "str"}
 
 
 def _facts(p: _P, raw: Any) -> dict[str, Any]:
@@ -214,12 +220,14 @@ def _facts(p: _P, raw: Any) -> dict[str, Any]:
     if "limits" in d:
         _fields(p, d["limits"], "/facts/limits", _LIMITS)
         for part, amount in (d["limits"].get("partitions") or {}).items():
-            _typed(p, amount, f"/facts/limits/partitions/{part}", "int")
+            _typed(p, amount, key_pointer("/facts/limits/partitions", part), "int")
     if "error_detail" in d:
         _fields(p, d["error_detail"], "/facts/error_detail", _ERROR_DETAIL)
     for rid, scopes in (d.get("scope_history") or {}).items():
         if not isinstance(scopes, list):
-            raise p.fail(f"/facts/scope_history/{rid}", "an array of scopes", scopes)
+            raise p.fail(key_pointer("/facts/scope_history", rid), "an array of scopes", scopes)
+        if not ID.match(str(rid)):
+            raise p.fail("/facts/scope_history", "record identities as keys", str(rid))
     return dict(d)
 
 
@@ -230,7 +238,8 @@ def _item_detail(p: _P, raw: Any, ptr: str) -> dict[str, Any]:
         raise p.fail(f"{ptr}/claim", "verified or falsified", d["claim"])
     for unit, value in (d.get("fields") or {}).items():
         if not _UNIT.match(unit) or not isinstance(value, str) or not _DIGEST.match(value):
-            raise p.fail(f"{ptr}/fields/{unit}", "a summary field name and its digest", value)
+            raise p.fail(key_pointer(f"{ptr}/fields", unit), "a summary field name and its digest",
+                         value if _UNIT.match(unit) else unit)
     for unit, hashes in (d.get("shingles") or {}).items():
         if not _UNIT.match(unit):
             raise p.fail(f"{ptr}/shingles", "summary unit names (field or field/index)", unit)
@@ -247,13 +256,14 @@ def _op_detail(p: _P, raw: Any, ptr: str) -> dict[str, Any]:
         raise p.fail(f"{ptr}/receipt", "true, false or a count", d["receipt"])
     _fields(p, d.get("summarizer") or {}, f"{ptr}/summarizer",
             {"truth": "code?", "degraded": "bool?", "sent_secret": "bool?"})
-    sup = d.get("supersedes")
-    if sup is not None and not (isinstance(sup, str) and ID.match(sup)):
-        raise p.fail(f"{ptr}/supersedes", _SHAPES[ID.pattern], sup)
+    for key in ("supersedes", "target"):
+        ref = d.get(key)
+        if ref is not None and not (isinstance(ref, str) and ID.match(ref)):
+            raise p.fail(f"{ptr}/{key}", _SHAPES[ID.pattern], ref)
     for key, value in (d.get("selector") or {}).items():
         if not CODE.match(str(key)) or not (value is None or isinstance(value, (bool, int)) or (
                 isinstance(value, str) and ID.match(value))):
-            raise p.fail(join_pointer(f"{ptr}/selector", key), "a scope, id or flag", value)
+            raise p.fail(key_pointer(f"{ptr}/selector", key), "a scope, id or flag", value)
     return dict(d)
 
 
@@ -374,7 +384,7 @@ def _no_surrogates(p: _P, doc: Any) -> None:
                 if isinstance(k, str) and _SURROGATE.search(k):
                     raise InputError(p.src, ptr, "keys without lone surrogates",
                                      "a lone surrogate")
-                stack.append((join_pointer(ptr, k), v))
+                stack.append((key_pointer(ptr, k), v))
         elif isinstance(node, list):
             stack.extend((join_pointer(ptr, i), v) for i, v in enumerate(node))
 
@@ -386,7 +396,7 @@ def _noise(p: _P, raw: Any) -> dict[str, Any]:
             if not CODE.match(str(key)) or not (
                     (isinstance(value, int) and not isinstance(value, bool))
                     or (isinstance(value, str) and (CODE.match(value) or ID.match(value)))):
-                raise p.fail(join_pointer("/noise", key), "a count or a code word", value)
+                raise p.fail(key_pointer("/noise", key), "a count or a code word", value)
     return dict(d)
 
 

@@ -22,6 +22,7 @@ from shadow.anchor import anchor
 from shadow.candidate import Candidate
 from shadow.canonical import canonicalize
 from shadow.divergence import Divergence, Violation, consistency, make
+from shadow.divergence.claims import canon_items
 from shadow.divergence.compare import compare
 from shadow.divergence.invariants import Assessment, assess, source_index
 from shadow.errors import InputError
@@ -104,7 +105,7 @@ def replay_fixture(scenario: Scenario, candidate: Candidate,
             continue
         a = anchor(a, b, canon, cap, siblings)  # offered ids, limits, recorded truths
         sa = assess(a, canon, index, candidate=True)
-        sa.violations.extend(consistency.check(a, b))  # about the input it was offered?
+        sa.violations.extend(consistency.check(a, b, canon_items(canon)))  # about its input?
         divs += _as_divs(fx, cap.name, sa.violations, "candidate")
         divs += compare(a, b, sa.violations, sb.violations, claims_a=sa.claims,
                         claims_b=sb.claims)

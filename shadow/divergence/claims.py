@@ -193,6 +193,11 @@ def _refusal(p: Projection, cis: Mapping[str, CanonItem]
     return FALSIFIED, "protected_items_fit_the_budget", tuple(named)
 
 
+#: surfaces that persist a session (they do not persist host policy: §7, rebuilt from
+#: authoritative configuration on load)
+SESSION_STORES: Final = ("cli.jsonl-session",)
+
+
 def _v(d: Drop, status: str, why: str = "", evidence: Sequence[str] = ()) -> Verdict:
     return Verdict(d.id, d.reason, d.legacy_reason, status, why, tuple(sorted(evidence)))
 
@@ -229,7 +234,9 @@ def _drop(ctx: _Ctx, d: Drop) -> Verdict:
         if ctx.ide is None:
             return _v(d, FALSIFIED if ctx.candidate else UNVERIFIABLE, "no_rejection_in_input")
         return _v(d, VERIFIED if d.id in ctx.ide.rejected else FALSIFIED, "valid_kind")
-    if reason == "not_persisted":
+    if reason == "not_persisted":  # only a session store rebuilds host policy itself
+        if not ctx.p.surface.startswith(SESSION_STORES):
+            return _v(d, FALSIFIED, "not_a_session_store")
         ok = ci.role == "system" and ci.trust in ("host", "verified")
         return _v(d, VERIFIED if ok else FALSIFIED, "not_host_policy")
     if reason == "sink_denied":

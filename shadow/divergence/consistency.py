@@ -21,8 +21,10 @@ the rules exist for recorded candidates, whose files say whatever they were edit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
+from shadow.canonical import CanonItem
 from shadow.divergence import Violation
 from shadow.divergence.invariants import KERNEL_OUTCOMES
 from shadow.projection import Projection
@@ -36,6 +38,9 @@ NO_TEXT_FORMATS: Final = frozenset({"fallback"})
 JUSTIFIED_BY_TRUTH: Final = {"aborted": "cancelled", "provider_usage_unsettled": "no-usage"}
 #: the refusal, judged by ``claims`` against the protected items it names
 REFUSAL: Final = "context_over_budget"
+#: memory operations that may create records, and those whose records derive from evidence
+WRITING_OPS: Final = frozenset({"add", "update", "consolidate", "propose", "import"})
+DERIVING_OPS: Final = frozenset({"consolidate"})
 #: the id prefix of a derived item (a candidate's summaries, markers)
 DERIVED_PREFIX: Final = "~"
 
@@ -46,15 +51,38 @@ def _unavailable(problem: str, pointer: str, ids: tuple[str, ...] = (),
                                                     **extra})
 
 
-def check(p: Projection, baseline: Projection) -> list[Violation]:
-    """Violations of a (anchored) candidate projection against its own circumstances."""
+def check(p: Projection, baseline: Projection,
+          cis: Mapping[str, CanonItem] | None = None) -> list[Violation]:
+    """Violations of a (anchored) candidate projection against its own circumstances
+    (``cis``: the canonical input items, for what an input item must keep)."""
     out: list[Violation] = []
     offered = set(p.input_ids)
     if offered:
         out += _items(p, offered)
+    if cis:
+        out += _reshaped(p, cis)
     out += _memory(p, baseline)
     out += _provider(p)
     return out
+
+
+#: what a candidate may not change about an input item it keeps (role may be omitted;
+#: raising it to system, a lost binding and a pending change have their own codes)
+_FIXED: Final = ("kind", "pinned", "tool_outcome")
+
+
+def _reshaped(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
+    for n, it in enumerate(p.items):
+        ci = cis.get(it.id)
+        if it.origin != "input" or ci is None:
+            continue
+        for key in _FIXED:
+            if getattr(it, key) != getattr(ci, key) and not (key == "kind" and it.kind in (
+                    "system-policy",) and ci.kind != "system-policy"):  # trust.escalated
+                return [_unavailable("input_item_reshaped", f"/items/{n}/{key}", (it.id,))]
+        if it.role is not None and it.role != ci.role and it.role != "system":
+            return [_unavailable("input_item_reshaped", f"/items/{n}/role", (it.id,))]
+    return []
 
 
 def _items(p: Projection, offered: set[str]) -> list[Violation]:
@@ -104,10 +132,22 @@ def _memory(p: Projection, baseline: Projection) -> list[Violation]:
         return [_unavailable("memory_unexpected", "/memory")]
     if p.memory is None:
         return []
+    asked = {o.index for o in baseline.memory.ops} if baseline.memory is not None else set()
+    for n, o in enumerate(p.memory.ops):
+        if o.index not in asked:
+            return [_unavailable("unknown_operation", f"/memory/ops/{n}/index")]
+        if o.created and o.op not in WRITING_OPS:
+            return [_unavailable("creation_by_non_writing_op", f"/memory/ops/{n}/created")]
     created = {rid for o in p.memory.ops for rid in o.created}
+    deleted = {rid for o in p.memory.ops for rid in o.deleted}
+    consolidated = {rid for o in p.memory.ops if o.op in DERIVING_OPS for rid in o.created}
     for n, r in enumerate(p.memory.records):
         if r.id not in created:
             return [_unavailable("record_without_operation", f"/memory/records/{n}/id")]
+        if r.state in ("deleted", "purged") and r.id not in deleted:
+            return [_unavailable("deletion_without_operation", f"/memory/records/{n}/state")]
+        if r.id in consolidated and not r.shingles:
+            return [_unavailable("record_without_sketch", f"/memory/records/{n}/shingles")]
     return []
 
 
@@ -128,6 +168,12 @@ def _provider(p: Projection) -> list[Violation]:
     if semantic and not asked:
         out.append(Violation("provider.degraded_masked", tuple(semantic), {
             "why": "no_provider_answer", "requests": pr.requests if pr else 0}))
+    elif semantic and pr is not None and pr.truth not in (None, "ok", "no-usage"):
+        # §17: only a validated provider answer is a semantic summary
+        out.append(Violation("provider.degraded_masked", tuple(semantic), {
+            "why": "semantic_summary_from_failed_answer", "truth": pr.truth}))
+    if asked and "provider_inputs" not in p.facts:
+        out.append(_unavailable("provider_inputs_missing", "/facts/provider_inputs"))
     return out
 
 

@@ -199,6 +199,8 @@ def _items(p: Projection, cis: Mapping[str, CanonItem],
             if m.tool_role == "result" and (it.detail.get("binding_lost")
                                             or (it.tool_call_id and it.tool_call_id != tcid)):
                 mismatch.append(m.item_id)
+            elif candidate and (it.tool_call_id != tcid or it.tool_role != m.tool_role):
+                mismatch.append(m.item_id)  # a candidate renders the binding it was given
         calls = [m for m in present if m.tool_role == "call"]
         results = [m for m in present if m.tool_role == "result"]
         if calls and results and pos[results[0].item_id] < pos[calls[0].item_id]:
@@ -221,7 +223,8 @@ def _items(p: Projection, cis: Mapping[str, CanonItem],
         if ci.pending:
             if it is None and not governance:
                 lost.append(iid)
-            elif it is not None and it.tool_outcome != ci.tool_outcome:
+            elif it is not None and (it.tool_outcome != ci.tool_outcome or (candidate and (
+                    it.tool_call_id != ci.tool_call_id or it.tool_role != ci.tool_role))):
                 changed.append(iid)
         elif ci.protected and it is None and not governance:
             prot.append(iid)
@@ -243,9 +246,10 @@ def _items(p: Projection, cis: Mapping[str, CanonItem],
         ci = cis.get(it.id)
         if it.origin == "input" and ci is not None and not ci.detail.get("prior"):
             rendered_high = it.role == "system" or it.kind == "system-policy"
-            if (ci.trust in LOW_TRUST and rendered_high) or (
-                    it.trust is not None and _rank(it.trust) < _rank(ci.trust)):
-                esc.append(it.id)
+            source_high = ci.role == "system" or ci.kind == "system-policy"
+            if (rendered_high and (ci.trust in LOW_TRUST or (candidate and not source_high))) \
+                    or (it.trust is not None and _rank(it.trust) < _rank(ci.trust)):
+                esc.append(it.id)  # low-trust text, or a candidate's user text, as policy
         sens = ci.sensitivity if ci is not None else it.sensitivity
         if sens in SECRET or it.digest in secret_text or any(
                 cis[c].sensitivity in SECRET for c in it.covers if c in cis):
@@ -306,6 +310,11 @@ def _derived(p: Projection, cis: Mapping[str, CanonItem],
             units = prov.text_sketches(ci.content)  # a kept prior summary: its input text
         if not units:
             continue
+        secret = sorted({sid for hs in units.values() for sid in prov.sources_of(hs, index)
+                         if sid != it.id and sid in cis and cis[sid].sensitivity in SECRET})
+        if secret:  # secret text copied into a derived (model-bound) item
+            out.append(Violation("secret.leaked", (it.id,), {
+                "sources": secret, "sink": "derived item"}))
         der = prov.derived_from(units, index, exclude=(it.id,))
         if der.least_trust is None:
             continue
@@ -315,11 +324,15 @@ def _derived(p: Projection, cis: Mapping[str, CanonItem],
                 "fields": der.fields, "sources": list(der.sources),
                 "source_trust": der.least_trust, "rendered": rendered}))
     if p.producer == "candidate":  # a candidate's own covers are its claim: §12.1 inheritance
+        summarized = {d.id for d in p.dropped if d.reason in ("summarized", "collapsed")}
         for it in p.items:
-            if it.origin != "derived" or not it.covers or any(
+            if it.origin != "derived" or any(
                     v.item_ids == (it.id,) and v.code == "trust.escalated" for v in out):
                 continue
-            low = sorted(c for c in it.covers if c in cis and (
+            # what it covers, and what the candidate says it summarized into it
+            claimed = set(it.covers) | (summarized if it.kind in ("summary", "collapse-marker")
+                                        else set())
+            low = sorted(c for c in claimed if c in cis and (
                 cis[c].trust in LOW_TRUST or cis[c].detail.get("prior")))
             least = max((("external" if cis[c].detail.get("prior") else cis[c].trust)
                          for c in low), key=_rank, default=None)
@@ -362,7 +375,11 @@ def _provider(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
         if call is not None:
             detail["call"] = call
         ok = p.status == "ok" or call is not None
-        if pr.truth == "cancelled" and pr.status != "aborted" and ok:
+        # a cancelled call either aborts, or (the last call) leaves an output that used
+        # nothing of it — a summary or a summarized drop after it swallowed the cancel
+        used = call is None and p.status == "ok" and (bool(ids) or any(
+            d.reason in ("summarized", "collapsed") for d in p.dropped))
+        if pr.truth == "cancelled" and ok and (pr.status != "aborted" or used):
             out.append(Violation("provider.cancel_swallowed", ids, detail))
         if pr.truth in ("error", "invalid") and pr.degraded is not True and \
                 pr.status not in ("aborted", "failed", "degraded"):

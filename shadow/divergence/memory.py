@@ -2,14 +2,17 @@
 
 Single projection (``check_memory``):
 
-* ``memory.scope_expanded``  a record's scope is wider than the selector that created it,
+* ``memory.scope_expanded``  a record's scope is wider than the selector that created it
+                             (or is the selector's scope for another principal), an
+                             update's successor sits in another scope than its predecessor,
                              a consolidation wrote wider than the traced session, or an
                              update moved a record to another scope;
 * ``deletion.backfill``      a record deleted by an operation is returned, updated or
                              active afterwards;
 * ``deletion.overbroad``     a deletion removed a record outside its (scope, scopeId);
 * ``deletion.receipt_mismatch`` the returned receipt disagrees with the records removed,
-                             or a removal reports success and removed nothing;
+                             a removal reports success and removed nothing, or leaves the
+                             present record it was asked to remove (``detail.target``);
 * ``memory.recall_mismatch`` a read returned records outside the admitted scope (or read
                              without any admission), or a recall returned a record its own
                              relevance rule does not match (``MemOp.detail.irrelevant``);
@@ -154,6 +157,8 @@ def check_memory(p: Projection, index: prov.SourceIndex | None = None) -> list[V
         bucket.append(rid)
         at.setdefault(kind, set()).add(index)
 
+    lineage = _lineage(mem.ops)
+    live: set[str] = set()  # records (lineage roots) present before each operation
     for op in mem.ops:
         sel = _selector(op)
         for rid in op.created:
@@ -162,13 +167,19 @@ def check_memory(p: Projection, index: prov.SourceIndex | None = None) -> list[V
                 continue
             if sel and sel.get("scope") and _width(r.scope) > _width(sel.get("scope")):
                 hit("widened", widened, rid, op.index)
+            elif sel and sel.get("scope_id") is not None and r.scope == sel.get("scope") \
+                    and r.scope != "global" and r.scope_id != sel.get("scope_id"):
+                hit("widened", widened, rid, op.index)  # another principal's scope
             src = op.detail.get("source_scope")
             if src and _width(r.scope) > _width(src):
                 hit("widened", widened, rid, op.index)
-        if op.status == "ok":
-            for rid in (*op.updated, *(op.returned or ())):
-                if rid in deleted_at:
-                    hit("backfill", backfill, rid, op.index)
+            prev = recs.get(str(op.detail.get("supersedes")))
+            if prev is not None and (r.scope, r.scope_id) != (prev.scope, prev.scope_id):
+                hit("widened", widened, rid, op.index)  # an update never moves a record
+        # whatever the status says, a record an operation returns is visible
+        for rid in (*(op.updated if op.status == "ok" else ()), *(op.returned or ())):
+            if rid in deleted_at:
+                hit("backfill", backfill, rid, op.index)
         for rid in op.deleted:
             deleted_at.setdefault(rid, op.index)
             r = recs.get(rid)
@@ -177,13 +188,19 @@ def check_memory(p: Projection, index: prov.SourceIndex | None = None) -> list[V
                         sel.get("scope_id") is not None and r.scope_id != sel.get("scope_id"))):
                 hit("overbroad", overbroad, rid, op.index)
         receipt = op.detail.get("receipt")
-        if op.op in REMOVALS and op.status == "ok" and not op.deleted:
-            receipts.append(str(op.index))  # a successful removal that removed nothing
+        target = op.detail.get("target")
+        if op.op in REMOVALS and not op.deleted and lineage.get(str(target), target) in live:
+            receipts.append(str(op.index))  # a present record it was asked to remove stays
+        elif op.op in REMOVALS and op.status == "ok" and not op.deleted and \
+                receipt is not False and receipt != 0:
+            receipts.append(str(op.index))  # success claimed, nothing removed
         elif isinstance(receipt, bool):
             if receipt != bool(op.deleted):
                 receipts.append(str(op.index))
         elif isinstance(receipt, int) and receipt != len(op.deleted):
             receipts.append(str(op.index))
+        live |= {lineage.get(c, c) for c in op.created}
+        live -= {lineage.get(c, c) for c in op.deleted}
         irrelevant = op.detail.get("irrelevant") if isinstance(op.detail, Mapping) else None
         if isinstance(irrelevant, list) and op.status == "ok":
             for rid in irrelevant:

@@ -99,12 +99,13 @@ def _op(st: _State, raw: Mapping[str, Any]) -> MemOp:
         return MemOp(i, op, "ok", updated=(ident,))
     if op == "remove":
         ident = st.ident((args or {}).get("id") if isinstance(args, Mapping) else None)
+        target = {"target": ident} if ident in st.recs else {}
         if result is True and ident in st.recs and st.recs[ident]["state"] != "deleted":
             st.recs[ident]["state"] = "deleted"
-            return MemOp(i, op, "ok", deleted=(ident,), detail={"receipt": True})
+            return MemOp(i, op, "ok", deleted=(ident,), detail={"receipt": True, **target})
         if result is True:  # success claimed for a record that is absent or already gone
-            return MemOp(i, op, "ok", detail={"receipt": True})
-        return MemOp(i, op, "noop", detail={"receipt": bool(result)})
+            return MemOp(i, op, "ok", detail={"receipt": True, **target})
+        return MemOp(i, op, "noop", detail={"receipt": bool(result), **target})
     if op == "clearScope":
         a = args if isinstance(args, list) else []
         scope = a[0] if a else None
