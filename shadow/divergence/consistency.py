@@ -26,7 +26,6 @@ from typing import Any, Final
 
 from shadow.canonical import CanonItem
 from shadow.divergence import Violation
-from shadow.divergence.invariants import KERNEL_OUTCOMES
 from shadow.projection import Projection
 
 #: a derived text at least this long has a sketch (``provenance.MIN_TOKENS`` words fit in
@@ -43,6 +42,33 @@ WRITING_OPS: Final = frozenset({"add", "update", "consolidate", "propose", "impo
 DERIVING_OPS: Final = frozenset({"consolidate"})
 #: the id prefix of a derived item (a candidate's summaries, markers)
 DERIVED_PREFIX: Final = "~"
+
+
+def _kernel_outcomes() -> frozenset[str]:
+    """Every failure code the kernel defines (its error classes and §17 outcomes), and the
+    candidate's own ``aborted`` (a cancelled provider call)."""
+    import kernel.compaction_summary
+    import kernel.memory
+    import kernel.memory_kernel
+    import kernel.outcomes
+    from kernel.errors import KernelError
+
+    found: set[str] = {"aborted", kernel.compaction_summary.PROVIDER_USAGE_UNSETTLED}
+    stack: list[type[KernelError]] = [KernelError]
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        code = getattr(cls, "default_code", None)
+        if isinstance(code, str):
+            found.add(code)
+    for name in kernel.outcomes.__all__:
+        code = getattr(getattr(kernel.outcomes, name), "code", None)
+        if isinstance(code, str):
+            found.add(code)
+    return frozenset(found - {"kernel_error", "outcome"})  # the bases say nothing
+
+
+KERNEL_OUTCOMES: Final = _kernel_outcomes()
 
 
 def _unavailable(problem: str, pointer: str, ids: tuple[str, ...] = (),
@@ -62,6 +88,7 @@ def check(p: Projection, baseline: Projection,
     if cis:
         out += _reshaped(p, cis)
     out += _memory(p, baseline)
+    out += _failure(p)
     out += _provider(p)
     return out
 
@@ -77,8 +104,8 @@ def _reshaped(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
         if it.origin != "input" or ci is None:
             continue
         for key in _FIXED:
-            if getattr(it, key) != getattr(ci, key) and not (key == "kind" and it.kind in (
-                    "system-policy",) and ci.kind != "system-policy"):  # trust.escalated
+            if getattr(it, key) != getattr(ci, key) and not (
+                    key == "kind" and it.kind == "system-policy"):  # trust.escalated
                 return [_unavailable("input_item_reshaped", f"/items/{n}/{key}", (it.id,))]
         if it.role is not None and it.role != ci.role and it.role != "system":
             return [_unavailable("input_item_reshaped", f"/items/{n}/role", (it.id,))]
@@ -88,15 +115,14 @@ def _reshaped(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
 def _items(p: Projection, offered: set[str]) -> list[Violation]:
     out: list[Violation] = []
     seen: set[str] = set()
+    dup = unknown = None
     for n, it in enumerate(p.items):
-        if it.id in seen:
-            out.append(_unavailable("duplicate_item", f"/items/{n}/id", (it.id,)))
-            break
+        if dup is None and it.id in seen:
+            dup = _unavailable("duplicate_item", f"/items/{n}/id", (it.id,))
+        if unknown is None and it.origin == "input" and it.id not in offered:
+            unknown = _unavailable("unknown_input_item", f"/items/{n}/id")
         seen.add(it.id)
-    for n, it in enumerate(p.items):
-        if it.origin == "input" and it.id not in offered:
-            out.append(_unavailable("unknown_input_item", f"/items/{n}/id"))
-            break
+    out += [v for v in (dup, unknown) if v is not None]
     # a derived item of an earlier call of the same run ("~c1.summary.1") may be dropped and
     # covered again; it is accounted for by this projection's own drops or items
     earlier = {d.id for d in p.dropped if d.id.startswith(DERIVED_PREFIX)} | {
@@ -151,18 +177,26 @@ def _memory(p: Projection, baseline: Projection) -> list[Violation]:
     return []
 
 
+def _failure(p: Projection) -> list[Violation]:
+    """A whole-surface failure: defined by the design and justified by the recording, or
+    nothing to judge (the refusal is judged by ``claims`` on the items it names)."""
+    if p.status != "error" or p.error == REFUSAL:
+        return []
+    if p.error not in KERNEL_OUTCOMES:  # a crash, an "internal error"
+        return [_unavailable("undefined_failure", "/error", error=p.error or "unrecognised")]
+    truth = JUSTIFIED_BY_TRUTH.get(str(p.error))
+    if truth is None:  # a design outcome on an input every baseline processed
+        return [_unavailable("failure_not_justified", "/error", error=p.error)]
+    if p.provider is None or p.provider.truth != truth:
+        return [_unavailable("failure_not_justified", "/error", error=p.error,
+                             needs=f"recorded provider truth {truth}")]
+    return []
+
+
 def _provider(p: Projection) -> list[Violation]:
     out: list[Violation] = []
     pr = p.provider
     asked = pr is not None and pr.requests > 0
-    if p.status == "error" and p.error in JUSTIFIED_BY_TRUTH:
-        if pr is None or pr.truth != JUSTIFIED_BY_TRUTH[p.error]:
-            out.append(_unavailable("failure_not_justified", "/error", error=p.error,
-                                    needs=f"recorded provider truth {JUSTIFIED_BY_TRUTH[p.error]}"))
-    elif p.status == "error" and p.error != REFUSAL and p.error in KERNEL_OUTCOMES:
-        # a design outcome, but nothing the harness reads justifies it on an input every
-        # baseline processed: the case has no output to judge
-        out.append(_unavailable("failure_not_justified", "/error", error=p.error))
     semantic = [it.id for it in p.items if it.origin == "derived" and it.kind == "summary"
                 and it.detail.get("format") not in NO_TEXT_FORMATS]
     if semantic and not asked:

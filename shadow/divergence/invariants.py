@@ -57,33 +57,6 @@ SECRET = frozenset({"secret", "restricted"})
 _TRUST: Final = prov.TRUST_ORDER
 
 
-def _kernel_outcomes() -> frozenset[str]:
-    """Every failure code the kernel defines (its error classes and §17 outcomes), and the
-    candidate's own ``aborted`` (a cancelled provider call)."""
-    import kernel.compaction_summary
-    import kernel.memory
-    import kernel.memory_kernel
-    import kernel.outcomes
-    from kernel.errors import KernelError
-
-    found: set[str] = {"aborted", kernel.compaction_summary.PROVIDER_USAGE_UNSETTLED}
-    stack: list[type[KernelError]] = [KernelError]
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        code = getattr(cls, "default_code", None)
-        if isinstance(code, str):
-            found.add(code)
-    for name in kernel.outcomes.__all__:
-        code = getattr(getattr(kernel.outcomes, name), "code", None)
-        if isinstance(code, str):
-            found.add(code)
-    return frozenset(found - {"kernel_error", "outcome"})  # the bases say nothing
-
-
-KERNEL_OUTCOMES: Final = _kernel_outcomes()
-
-
 @dataclass(frozen=True, slots=True)
 class Assessment:
     violations: list[Violation]
@@ -121,11 +94,6 @@ def assess(p: Projection, canon: Canon, index: prov.SourceIndex | None = None, *
     rep = claims_mod.verify(p, canon, cis)  # a refusal's claim too
     out += rep.violations
     out += _provider(p, cis)  # what was sent, and the recording, whatever the outcome
-    if candidate and p.status == "error" and p.error not in KERNEL_OUTCOMES:
-        # not an outcome the design defines (a crash, an "internal error"): nothing to judge
-        out.append(Violation("candidate.unavailable", (), {
-            "problem": "undefined_failure", "pointer": "/error",
-            "error": p.error if p.error and p.error.isidentifier() else "unrecognised"}))
     if p.status != "ok":
         return Assessment(out, rep)
     if cis:
