@@ -40,6 +40,7 @@ from typing import Any, Final
 from shadow import codes
 from shadow.boundary import load_path
 from shadow.errors import InputError
+from shadow.policy_file import entries, iso_date
 
 SCHEMA: Final = "shadow-intended-differences/v1"
 DEFAULT_PATH: Final = Path(__file__).resolve().parent / "policy" / "intended-differences.v1.json"
@@ -134,32 +135,10 @@ def _detail(v: Any, src: str, ptr: str) -> tuple[tuple[str, tuple[Any, ...]], ..
 
 
 def parse(doc: Any, src: str = "<intended differences>") -> list[Rule]:
-    if not isinstance(doc, Mapping) or doc.get("schema") != SCHEMA:
-        raise InputError(src, "/schema", repr(SCHEMA), "something else")
-    unknown = sorted(set(doc) - {"schema", "rules", "description"})
-    if unknown:
-        raise InputError(src, f"/{unknown[0]}", "only schema, description, rules",
-                         "an unknown field")
-    raw = doc.get("rules")
-    if not isinstance(raw, list):
-        raise InputError(src, "/rules", "an array of rules", type(raw).__name__)
     out: list[Rule] = []
-    seen: set[str] = set()
-    for i, r in enumerate(raw):
-        ptr = f"/rules/{i}"
-        if not isinstance(r, Mapping):
-            raise InputError(src, ptr, "a rule object", type(r).__name__)
-        extra = sorted(set(r) - set(_FIELDS))
-        if extra:
-            raise InputError(src, f"{ptr}/{extra[0]}", "only " + ", ".join(_FIELDS),
-                             "an unknown field")
-        for key in ("id", "design", "rationale", "owner", "review_by"):
-            if not isinstance(r.get(key), str) or not r[key].strip():
-                raise InputError(src, f"{ptr}/{key}", "a non-empty string",
-                                 "nothing" if key not in r else type(r[key]).__name__)
-        if r["id"] in seen:
-            raise InputError(src, f"{ptr}/id", "a unique rule id", "a duplicate")
-        seen.add(r["id"])
+    for ptr, r in entries(doc, src, schema=SCHEMA, key="rules", noun="rule", fields=_FIELDS,
+                          required=("id", "design", "rationale", "owner", "review_by"),
+                          top=("schema", "description", "rules")):
         sel = r.get("select")
         if not isinstance(sel, Mapping):
             raise InputError(src, f"{ptr}/select", "a selector object", type(sel).__name__)
@@ -167,11 +146,6 @@ def parse(doc: Any, src: str = "<intended differences>") -> list[Rule]:
         if extra:
             raise InputError(src, f"{ptr}/select/{extra[0]}", "only " + ", ".join(_SELECT),
                              "an unknown field")
-        try:
-            review = dt.date.fromisoformat(r["review_by"])
-        except ValueError:
-            raise InputError(src, f"{ptr}/review_by", "a date YYYY-MM-DD",
-                             "another format") from None
         out.append(Rule(
             id=r["id"],
             reason_codes=_strings(sel.get("reason_code"), src, f"{ptr}/select/reason_code",
@@ -180,7 +154,7 @@ def parse(doc: Any, src: str = "<intended differences>") -> list[Rule]:
             fixtures=_strings(sel.get("fixture", ["*"]), src, f"{ptr}/select/fixture"),
             detail=_detail(sel.get("detail", {}), src, f"{ptr}/select/detail"),
             design=r["design"], rationale=r["rationale"], owner=r["owner"],
-            review_by=review))
+            review_by=iso_date(r["review_by"], src, f"{ptr}/review_by")))
     return out
 
 

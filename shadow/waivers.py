@@ -29,6 +29,7 @@ from shadow import codes
 from shadow.boundary import load_path
 from shadow.divergence import Divergence
 from shadow.errors import InputError
+from shadow.policy_file import entries, iso_date
 
 SCHEMA: Final = "shadow-waivers/v1"
 _FIELDS: Final = ("id", "reason_code", "fixture", "surface", "owner", "reason", "expires")
@@ -56,38 +57,14 @@ class Waiver:
 
 
 def parse(doc: Any, src: str = "<waivers>") -> list[Waiver]:
-    if not isinstance(doc, Mapping) or doc.get("schema") != SCHEMA:
-        raise InputError(src, "/schema", repr(SCHEMA), "something else")
-    raw = doc.get("waivers")
-    if not isinstance(raw, list):
-        raise InputError(src, "/waivers", "an array of waivers", type(raw).__name__)
     out: list[Waiver] = []
-    seen: set[str] = set()
-    for i, w in enumerate(raw):
-        ptr = f"/waivers/{i}"
-        if not isinstance(w, Mapping):
-            raise InputError(src, ptr, "a waiver object", type(w).__name__)
-        for key in _FIELDS:
-            if not isinstance(w.get(key), str) or not w[key].strip():
-                raise InputError(src, f"{ptr}/{key}", "a non-empty string",
-                                 "nothing" if key not in w else type(w[key]).__name__)
-        unknown = sorted(set(w) - set(_FIELDS))
-        if unknown:
-            raise InputError(src, f"{ptr}/{unknown[0]}", "only " + ", ".join(_FIELDS),
-                             "an unknown field")
-        if w["id"] in seen:
-            raise InputError(src, f"{ptr}/id", "a unique waiver id", "a duplicate")
-        seen.add(w["id"])
+    for ptr, w in entries(doc, src, schema=SCHEMA, key="waivers", noun="waiver",
+                          fields=_FIELDS, required=_FIELDS):
         if not any(fnmatch.fnmatchcase(c.code, w["reason_code"]) for c in codes.codes()):
             raise InputError(src, f"{ptr}/reason_code", "a registered reason code (or glob)",
                              "no registered code matches")
-        try:
-            expires = dt.date.fromisoformat(w["expires"])
-        except ValueError:
-            raise InputError(src, f"{ptr}/expires", "a date YYYY-MM-DD", "another format") \
-                from None
         out.append(Waiver(w["id"], w["reason_code"], w["fixture"], w["surface"], w["owner"],
-                          w["reason"], expires))
+                          w["reason"], iso_date(w["expires"], src, f"{ptr}/expires")))
     return out
 
 
