@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import given
@@ -39,6 +40,19 @@ from tests.shadow._mutate import (
 
 def _out_ids(name: str, surface: str) -> list[str]:
     return [it.id for it in next(p for p in _baselines(name) if p.surface == surface).items]
+
+
+def _draw_kept(data: st.DataObject, names: tuple[str, ...],
+               pred: Callable[[Any], bool]) -> tuple[str, str, Any]:
+    """A fixture, one of its message surfaces and a canonical item that surface kept and
+    ``pred`` accepts (hypothesis draws all three)."""
+    name = data.draw(st.sampled_from(names))
+    surface = data.draw(st.sampled_from([c.name for c in scenario(name).captures
+                                         if c.name in ("cli.compress", "desktop.compress",
+                                                       "desktop.context-engineering")]))
+    by_id = canon_of(name).session.by_id
+    cands = [i for i in _out_ids(name, surface) if i in by_id and pred(by_id[i])]
+    return name, surface, by_id[data.draw(st.sampled_from(cands))]
 
 
 def _baselines(name: str) -> list[Any]:
@@ -84,18 +98,11 @@ def test_legacy_tool_pair_split_and_mismatch_are_named(data: st.DataObject) -> N
 @SETTINGS
 @given(data=st.data())
 def test_legacy_pending_and_protected_losses_are_named(data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(("pending-approval", "short-session", "mixed-zh-en",
-                                      "long-en-coding-session")))
-    surface = data.draw(st.sampled_from([c.name for c in scenario(name).captures
-                                         if c.name in ("cli.compress", "desktop.compress",
-                                                       "desktop.context-engineering")]))
-    canon = canon_of(name)
-    kept = _out_ids(name, surface)
-    cands = [i for i in kept if i in canon.session.by_id and (
-        canon.session.by_id[i].binding.get("toolOutcome") == "pending"
-        or canon.session.by_id[i].binding.get("requiredForRecovery"))]
-    victim = data.draw(st.sampled_from(cands))
-    ci = canon.session.by_id[victim]
+    name, surface, ci = _draw_kept(
+        data, ("pending-approval", "short-session", "mixed-zh-en", "long-en-coding-session"),
+        lambda c: c.binding.get("toolOutcome") == "pending"
+        or bool(c.binding.get("requiredForRecovery")))
+    victim = ci.item_id
 
     def remove(d: dict[str, Any]) -> None:
         msgs = messages(d)
@@ -117,16 +124,10 @@ def test_legacy_pending_and_protected_losses_are_named(data: st.DataObject) -> N
 @SETTINGS
 @given(data=st.data())
 def test_legacy_altering_pinned_or_policy_content_is_named(data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(("pinned-messages", "short-session", "windows-paths")))
-    surface = data.draw(st.sampled_from([c.name for c in scenario(name).captures
-                                         if c.name in ("cli.compress", "desktop.compress",
-                                                       "desktop.context-engineering")]))
-    canon = canon_of(name)
-    kept = _out_ids(name, surface)
-    cands = [i for i in kept if i in canon.session.by_id and (
-        canon.session.by_id[i].pinned or canon.session.by_id[i].kind == "system-policy")]
-    victim = data.draw(st.sampled_from(cands))
-    ci = canon.session.by_id[victim]
+    name, surface, ci = _draw_kept(
+        data, ("pinned-messages", "short-session", "windows-paths"),
+        lambda c: c.pinned or c.kind == "system-policy")
+    victim = ci.item_id
     word = data.draw(st.sampled_from(("never", "always", "immediately")))
 
     def alter(d: dict[str, Any]) -> None:
