@@ -25,7 +25,6 @@ reason stated, which the run's intended-difference rules may turn into ``intende
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -34,6 +33,7 @@ from shadow.divergence.attribution import Judge, op_indexes
 from shadow.divergence.claims import UNVERIFIABLE, ClaimReport, longest_increasing
 from shadow.divergence.memory import compare_memory
 from shadow.projection import PItem, Projection
+from shadow.projection_wire import CODE
 
 
 class _Out:
@@ -124,7 +124,6 @@ def _crashed(error: str | None) -> bool:
     return error in CRASHES
 
 
-_CODE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$")
 _DETAIL_KEYS = ("protectedItemIds", "requiredTokens", "selectableBudget", "inputBudget",
                 "usedTokens")
 
@@ -133,7 +132,7 @@ def error_code(error: str | None) -> str | None:
     """An error category as a report may show it: a code-shaped word, never free text."""
     if error is None:
         return None
-    return error if _CODE.match(error) else "unrecognised"
+    return error if CODE.match(error) else "unrecognised"
 
 
 def safe_error_detail(err: Mapping[str, Any], known: set[str] | None = None
