@@ -7,6 +7,15 @@ them.  A file that fails validation becomes a typed :class:`FixtureError` (file,
 JSON pointer, expectation) and its scenario is *quarantined*: reported, skipped,
 and the run goes on.
 
+What counts (docs/fixtures.md, "Quarantine"): every top-level folder of the corpus is
+a scenario folder (hidden entries, starting with ``.``, are ignored; top-level regular
+files such as ``MANIFEST.json`` or a README are corpus metadata, never replayed).  A
+scenario folder without a readable regular ``input.json``, a ``*.json`` entry that is not
+a regular readable file (a directory, a FIFO — never opened —, a symlink loop, a
+dangling symlink, a permission error), bad JSON, a capture whose ``output`` does not
+have its surface's shape (``OUTPUT_SHAPES``) and two captures of the same call
+(surface, entry, options, env_flags, input_binding) that disagree are all quarantined.
+
 Scenario order is always sorted by name, so a listing of the folder in another
 order yields identical results.
 """
@@ -14,12 +23,14 @@ order yields identical results.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from shadow.boundary import join_pointer, load_path
+from shadow.boundary import join_pointer, loads, read_regular, regular_file_problem
 from shadow.errors import FixtureError, InputError
 
 INPUT_FORMAT = "legacy-capture-input/v1"
@@ -120,6 +131,44 @@ def _list(value: Any, src: str, ptr: str) -> list[Any]:
     return value  # type: ignore[no-any-return]
 
 
+def _opt(obj: Mapping[str, Any], key: str, check: Check, src: str, ptr: str) -> None:
+    """``check`` the field ``key`` when present."""
+    if key in obj:
+        check(obj[key], src, join_pointer(ptr, key))
+
+
+def _int(value: Any, src: str, ptr: str, minimum: int | None = None) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        _fail(src, ptr, "an integer", value)
+    if minimum is not None and value < minimum:
+        raise FixtureError(src, ptr, f"an integer >= {minimum}", "a smaller integer")
+
+
+def _bool(value: Any, src: str, ptr: str) -> None:
+    if not isinstance(value, bool):
+        _fail(src, ptr, "a boolean", value)
+
+
+def _str_or_null(value: Any, src: str, ptr: str) -> None:
+    if value is not None and not isinstance(value, str):
+        _fail(src, ptr, "a string or null", value)
+
+
+def _obj_or_null(value: Any, src: str, ptr: str) -> None:
+    if value is not None:
+        _obj(value, src, ptr)
+
+
+def _strings(value: Any, src: str, ptr: str) -> None:
+    for i, v in enumerate(_list(value, src, ptr)):
+        _str(v, src, join_pointer(ptr, i))
+
+
+def _objects(value: Any, src: str, ptr: str) -> None:
+    for i, v in enumerate(_list(value, src, ptr)):
+        _obj(v, src, join_pointer(ptr, i))
+
+
 def _validate_message(msg: Any, src: str, ptr: str) -> None:
     m = _obj(msg, src, ptr)
     role = _require(m, "role", src, ptr)
@@ -139,6 +188,35 @@ def _validate_message(msg: Any, src: str, ptr: str) -> None:
         _fail(src, join_pointer(ptr, "tool_call_id"), "a string", m["tool_call_id"])
     if "pinned" in m and not isinstance(m["pinned"], bool):
         _fail(src, join_pointer(ptr, "pinned"), "a boolean", m["pinned"])
+    _opt(m, "name", _str, src, ptr)
+    _opt(m, "_cc_replay", _obj, src, ptr)
+
+
+def _messages(value: Any, src: str, ptr: str) -> None:
+    for i, msg in enumerate(_list(value, src, ptr)):
+        _validate_message(msg, src, join_pointer(ptr, i))
+
+
+def _validate_exchange(resp: Any, src: str, ptr: str) -> None:
+    """One recorded provider exchange (``provider_responses[i]``)."""
+    r = _obj(resp, src, ptr)
+    if "surface" in r and r["surface"] not in SURFACES:
+        _fail(src, join_pointer(ptr, "surface"), "one of " + ", ".join(SURFACES), r["surface"])
+    _opt(r, "entry", _str, src, ptr)
+    _opt(r, "call", lambda v, s, p: _int(v, s, p, 1), src, ptr)
+    _opt(r, "variant", _str_or_null, src, ptr)
+    _opt(r, "request", _obj_or_null, src, ptr)
+    _opt(r, "error", _obj_or_null, src, ptr)
+    _opt(r, "op", lambda v, s, p: _int(v, s, p, 0), src, ptr)
+
+
+def _validate_candidate(cand: Any, src: str, ptr: str) -> None:
+    """One IDE context-center candidate (``context_center.candidates[i]``)."""
+    c = _obj(cand, src, ptr)
+    for key in ("kind", "source", "identity", "content", "id", "scope", "label", "autoReason"):
+        _opt(c, key, _str, src, ptr)
+    for key in ("pinned", "refreshable"):
+        _opt(c, key, _bool, src, ptr)
 
 
 def validate_input(doc: Any, src: str, scenario: str) -> dict[str, Any]:
@@ -147,27 +225,129 @@ def validate_input(doc: Any, src: str, scenario: str) -> dict[str, Any]:
         _fail(src, "/format", repr(INPUT_FORMAT), d["format"])
     if _str(_require(d, "scenario", src, ""), src, "/scenario") != scenario:
         raise FixtureError(src, "/scenario", f"the folder name {scenario!r}", "another name")
-    _list(_require(d, "tags", src, ""), src, "/tags")
-    for i, msg in enumerate(_list(_require(d, "messages", src, ""), src, "/messages")):
-        _validate_message(msg, src, f"/messages/{i}")
+    _strings(_require(d, "tags", src, ""), src, "/tags")
+    _opt(d, "description", _str, src, "")
+    _messages(_require(d, "messages", src, ""), src, "/messages")
     for i, resp in enumerate(
         _list(_require(d, "provider_responses", src, ""), src, "/provider_responses")
     ):
-        _obj(resp, src, f"/provider_responses/{i}")
+        _validate_exchange(resp, src, f"/provider_responses/{i}")
+    if d.get("model") is not None:
+        model = _obj(d["model"], src, "/model")
+        _opt(model, "model", _str_or_null, src, "/model")
+        _opt(model, "provider", _str_or_null, src, "/model")
+    for key in ("cli_thresholds", "flags"):
+        _opt(d, key, _obj, src, "")
     if "memory_ops" in d:
         for i, op in enumerate(_list(d["memory_ops"], src, "/memory_ops")):
-            o = _obj(op, src, f"/memory_ops/{i}")
-            _str(_require(o, "op", src, f"/memory_ops/{i}"), src, f"/memory_ops/{i}/op")
+            optr = f"/memory_ops/{i}"
+            o = _obj(op, src, optr)
+            _str(_require(o, "op", src, optr), src, f"{optr}/op")
+            for key in ("as", "ref", "id"):
+                _opt(o, key, _str, src, optr)
+            _opt(o, "patch", _obj, src, optr)
     if "context_center" in d:
         cc = _obj(d["context_center"], src, "/context_center")
-        _list(_require(cc, "candidates", src, "/context_center"), src,
-              "/context_center/candidates")
+        for i, cand in enumerate(_list(_require(cc, "candidates", src, "/context_center"), src,
+                                       "/context_center/candidates")):
+            _validate_candidate(cand, src, f"/context_center/candidates/{i}")
+        for key in ("pinnedIds", "removedIds", "refreshedIds"):
+            _opt(cc, key, _strings, src, "/context_center")
+        _opt(cc, "tokenBudget", _int, src, "/context_center")
+        _opt(cc, "workspaceId", _str_or_null, src, "/context_center")
     if "followup_messages" in d:
         # a list of batches, each appended after the previous call's output
         for i, batch in enumerate(_list(d["followup_messages"], src, "/followup_messages")):
-            for j, msg in enumerate(_list(batch, src, f"/followup_messages/{i}")):
-                _validate_message(msg, src, f"/followup_messages/{i}/{j}")
+            _messages(batch, src, f"/followup_messages/{i}")
     return d
+
+
+# --- the native output of each capture kind --------------------------------------------
+#
+# What each surface adapter (shadow/surfaces) reads from a capture's ``output``: an object
+# with these fields, ``required`` (name -> check) and ``optional`` ones (checked when
+# present).  A capture named ``<kind>`` or ``<kind>.<variant>`` (``cli.compress.raw-wire``)
+# has its kind's shape; a capture no kind names is reported as ``unclassified`` instead.
+
+
+@dataclass(frozen=True, slots=True)
+class OutputShape:
+    required: Mapping[str, Check]
+    optional: Mapping[str, Check] = field(default_factory=dict)
+
+
+def _chips(value: Any, src: str, ptr: str) -> None:
+    for i, chip in enumerate(_list(value, src, ptr)):
+        cptr = join_pointer(ptr, i)
+        c = _obj(chip, src, cptr)
+        _str(_require(c, "id", src, cptr), src, join_pointer(cptr, "id"))
+        _str(_require(c, "status", src, cptr), src, join_pointer(cptr, "status"))
+        for key in ("content", "kind", "source", "reason", "scope", "label"):
+            _opt(c, key, _str_or_null, src, cptr)
+        _opt(c, "pinned", _bool, src, cptr)
+
+
+def _memory_ops(value: Any, src: str, ptr: str) -> None:
+    for i, op in enumerate(_list(value, src, ptr)):
+        optr = join_pointer(ptr, i)
+        o = _obj(op, src, optr)
+        _int(_require(o, "index", src, optr), src, join_pointer(optr, "index"), 0)
+        _str(_require(o, "op", src, optr), src, join_pointer(optr, "op"))
+        _opt(o, "error", _obj_or_null, src, optr)
+
+
+_CHAIN: Final = {"messages": _messages}
+_CLI_EVENTS: Final = {"stats": _obj, "usageEvent": _obj_or_null,
+                      "usageUnknownEvent": _obj_or_null, "degradedEvent": _obj_or_null}
+_CONTEXT_CENTER: Final = OutputShape(
+    {"chips": _chips}, {"schema": _str_or_null, "selectionAlgorithm": _str_or_null,
+                        "budget": _obj_or_null, "workspaceId": _str_or_null})
+OUTPUT_SHAPES: Final[Mapping[str, OutputShape]] = {
+    "cli.compress": OutputShape(_CHAIN, {"stats": _obj}),
+    "cli.provider-compaction": OutputShape(_CHAIN, _CLI_EVENTS),
+    "cli.jsonl-session": OutputShape(
+        {"rebuildMessages": _messages, "readVerifiedMessages": _messages,
+         "raw_jsonl_lines": _strings, "verifySession": _obj},
+        {"steps": _objects, "readVerifiedMessages_provenance": _list,
+         "session_file": _str_or_null}),
+    "desktop.compress": OutputShape(_CHAIN, {"strategy": _str_or_null}),
+    "desktop.context-engineering": OutputShape(_CHAIN, {"metadata": _obj}),
+    "vscode.context-center": _CONTEXT_CENTER,
+    "jetbrains.context-center": _CONTEXT_CENTER,
+    "session-core.memory": OutputShape(
+        {"ops": _memory_ops}, {"events": _list, "refs": _obj}),
+}
+
+
+def capture_kind(name: str) -> str | None:
+    """The capture kind (an ``OUTPUT_SHAPES`` key) a capture name belongs to, or None."""
+    if name in OUTPUT_SHAPES:
+        return name
+    return max((k for k in OUTPUT_SHAPES if name.startswith(k + ".")), key=len, default=None)
+
+
+def _validate_output(output: Any, error: Any, kind: str | None, src: str, ptr: str) -> None:
+    """A native output: null only with an error, else its kind's object shape."""
+    if output is None:
+        if error is None:
+            raise FixtureError(src, ptr, "the entry point's return value (or an error)",
+                               "null output and no error")
+        return
+    if kind is None:
+        return  # unclassified: no adapter reads it
+    shape = OUTPUT_SHAPES[kind]
+    out = _obj(output, src, ptr)
+    for key, check in shape.required.items():
+        check(_require(out, key, src, ptr), src, join_pointer(ptr, key))
+    for key, check in shape.optional.items():
+        _opt(out, key, check, src, ptr)
+
+
+def _validate_error(error: Any, src: str, ptr: str) -> None:
+    if error is not None:
+        e = _obj(error, src, ptr)
+        _str(_require(e, "message", src, ptr), src, join_pointer(ptr, "message"))
+        _opt(e, "name", _str_or_null, src, ptr)
 
 
 def validate_capture(doc: Any, src: str, scenario: str, name: str) -> Capture:
@@ -184,18 +364,24 @@ def validate_capture(doc: Any, src: str, scenario: str, name: str) -> Capture:
     entry = _str(_require(d, "entry", src, ""), src, "/entry")
     options = _obj(_require(d, "options", src, ""), src, "/options")
     env_flags = _obj(_require(d, "env_flags", src, ""), src, "/env_flags")
+    _opt(d, "input_binding", _obj_or_null, src, "")
+    kind = capture_kind(name)
     output = _require(d, "output", src, "")
     error = _require(d, "error", src, "")
-    if error is not None:
-        e = _obj(error, src, "/error")
-        _str(_require(e, "message", src, "/error"), src, "/error/message")
+    _validate_error(error, src, "/error")
     prov = d.get("output_provenance")
     if prov is not None:
         _list(prov, src, "/output_provenance")
     calls = d.get("calls")
     if calls is not None:
         for i, c in enumerate(_list(calls, src, "/calls")):
-            _obj(c, src, f"/calls/{i}")
+            cptr = f"/calls/{i}"
+            call = _obj(c, src, cptr)
+            _validate_error(call.get("error"), src, f"{cptr}/error")
+            _validate_output(call.get("output"), call.get("error"), kind, src, f"{cptr}/output")
+            _opt(call, "output_provenance", lambda v, s, p: v is None or _list(v, s, p),
+                 src, cptr)
+    _validate_output(output, error, kind, src, "/output")
     diagnostics = d.get("diagnostics") or {}
     _obj(diagnostics, src, "/diagnostics")
     return Capture(
@@ -206,6 +392,28 @@ def validate_capture(doc: Any, src: str, scenario: str, name: str) -> Capture:
     )
 
 
+def _same_call(c: Capture) -> str:
+    """What identifies one legacy call: surface, entry, options, env flags, input binding."""
+    return json.dumps([c.surface, c.entry, c.options, c.env_flags, c.raw.get("input_binding")],
+                      sort_keys=True, ensure_ascii=False)
+
+
+def check_consistent(captures: Iterable[Capture]) -> None:
+    """Two captures of the same call (``_same_call``) must record the same result: a
+    :class:`FixtureError` naming the later file and the first field that disagrees."""
+    first: dict[str, Capture] = {}
+    for c in captures:
+        prior = first.setdefault(_same_call(c), c)
+        if prior is c:
+            continue
+        for key in ("output", "error", "calls"):
+            if prior.raw.get(key) != c.raw.get(key):
+                raise FixtureError(
+                    c.file, f"/{key}",
+                    f"the same {key} as {prior.name}.json (same surface, entry, options, "
+                    "env_flags and input_binding)", f"a different {key}")
+
+
 # --- loading ------------------------------------------------------------------------------
 
 
@@ -213,55 +421,121 @@ def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
+def _hidden(name: str) -> bool:
+    return name.startswith(".")
+
+
+def _listing(folder: Path, src: str, expected: str) -> list[Path]:
+    try:
+        return sorted((p for p in folder.iterdir() if not _hidden(p.name)),
+                      key=lambda p: p.name)
+    except OSError as exc:
+        raise FixtureError(src, "", expected,
+                           "permission denied" if isinstance(exc, PermissionError)
+                           else type(exc).__name__) from None
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def scenario_dirs(root: Path) -> list[Path]:
-    return sorted((p for p in root.iterdir() if p.is_dir() and (p / "input.json").is_file()),
-                  key=lambda p: p.name)
+    """The corpus's scenario folders: every top-level folder that is not hidden."""
+    return [p for p in _listing(root, root.name, "a readable fixture folder") if _is_dir(p)]
+
+
+def _read(path: Path, src: str) -> bytes:
+    try:
+        return read_regular(path, src)
+    except InputError as exc:
+        raise FixtureError(src, exc.pointer, exc.expected, exc.got) from None
+
+
+def _parse(data: bytes, src: str) -> Any:
+    try:
+        return loads(data, src)
+    except InputError as exc:
+        raise FixtureError(src, exc.pointer, exc.expected, exc.got) from None
 
 
 def load_scenario(sdir: Path, root: Path) -> Scenario:
+    sname = _rel(sdir, root)
+    entries = [p for p in _listing(sdir, sname, "a readable scenario folder")
+               if p.name.endswith(".json")]
+    input_src = f"{sname}/input.json"
+    if not any(p.name == "input.json" for p in entries):
+        raise FixtureError(input_src, "", "a readable regular file input.json "
+                           f"({INPUT_FORMAT}) in every scenario folder", "no such file")
+    data = {p.name: _read(p, _rel(p, root))
+            for p in sorted(entries, key=lambda p: (p.name != "input.json", p.name))}
     h = hashlib.sha256()
-    files = sorted(p for p in sdir.iterdir() if p.is_file() and p.suffix == ".json")
-    for p in files:
-        h.update(p.name.encode("utf-8") + b"\0")
-        h.update(p.read_bytes())
+    for fname in sorted(data):
+        h.update(fname.encode("utf-8") + b"\0")
+        h.update(data[fname])
         h.update(b"\0")
-    input_path = sdir / "input.json"
-    src = _rel(input_path, root)
-    try:
-        doc = load_path(input_path)
-    except InputError as exc:
-        raise FixtureError(src, exc.pointer, exc.expected, exc.got) from None
-    inp = validate_input(doc, src, sdir.name)
+    inp = validate_input(_parse(data["input.json"], input_src), input_src, sdir.name)
     captures = []
-    for p in files:
-        if p.name == "input.json":
+    for fname in sorted(data):
+        if fname == "input.json":
             continue
-        csrc = _rel(p, root)
-        try:
-            cdoc = load_path(p)
-        except InputError as exc:
-            raise FixtureError(csrc, exc.pointer, exc.expected, exc.got) from None
-        captures.append(validate_capture(cdoc, csrc, sdir.name, p.name[: -len(".json")]))
-    return Scenario(name=sdir.name, input_file=src, input=inp, captures=tuple(captures),
+        csrc = f"{sname}/{fname}"
+        captures.append(validate_capture(_parse(data[fname], csrc), csrc, sdir.name,
+                                         fname[: -len(".json")]))
+    check_consistent(captures)
+    return Scenario(name=sdir.name, input_file=input_src, input=inp, captures=tuple(captures),
                     digest="sha256:" + h.hexdigest())
 
 
+def _top_level(root: Path) -> tuple[list[Path], list[FixtureError]]:
+    """(scenario folders, quarantined top-level entries): a top-level entry that is neither
+    a folder nor a regular file (a FIFO, a dangling or looping symlink…) is quarantined."""
+    try:
+        listing = _listing(root, str(root), "a readable fixture folder")
+    except FixtureError as exc:
+        raise InputError(root, "", exc.expected, exc.got) from None
+    dirs: list[Path] = []
+    odd: list[FixtureError] = []
+    for p in listing:
+        if _is_dir(p):
+            dirs.append(p)
+            continue
+        problem = regular_file_problem(p)
+        if problem is not None:
+            odd.append(FixtureError(p.name, "", "a scenario folder or a regular corpus "
+                                    "metadata file", problem))
+    return dirs, odd
+
+
 def load_corpus(root: Path | str, only: Iterable[str] | None = None) -> Corpus:
-    """Load every scenario under ``root``; bad ones are quarantined, never fatal."""
+    """Load every scenario under ``root``; bad ones are quarantined, never fatal.
+
+    A folder with no scenario folder at all is an :class:`InputError` (nothing to judge is
+    never a GO)."""
     root = Path(root)
     if not root.is_dir():
         raise InputError(root, "", "a fixture folder in the legacy-capture/v1 layout",
                          "no such folder")
+    dirs, odd = _top_level(root)
+    if not dirs and not odd:
+        got = ("one scenario folder (input.json at its top)"
+               if os.path.lexists(root / "input.json") else "no scenario folder")
+        raise InputError(root, "", "a fixture folder holding <scenario>/input.json folders",
+                         got)
     wanted = set(only) if only else None
     scenarios: list[Scenario] = []
-    quarantined: list[FixtureError] = []
-    for sdir in scenario_dirs(root):
+    quarantined: list[FixtureError] = [
+        e for e in odd if wanted is None or e.source in wanted]
+    for sdir in dirs:
         if wanted is not None and sdir.name not in wanted:
             continue
         try:
             scenarios.append(load_scenario(sdir, root))
         except FixtureError as exc:
             quarantined.append(exc)
+    quarantined.sort(key=lambda e: e.source)
     h = hashlib.sha256()
     for s in scenarios:
         h.update(f"{s.name}\0{s.digest}\n".encode())

@@ -103,3 +103,22 @@ def test_digest_is_independent_of_listing_order(tmp_path: Path) -> None:
     ca, cb = load_corpus(a), load_corpus(b)
     assert ca.digest == cb.digest
     assert [s.name for s in ca.scenarios] == [s.name for s in cb.scenarios]
+
+
+def test_every_surface_adapter_has_an_output_shape() -> None:
+    from shadow.fixtures import OUTPUT_SHAPES, capture_kind
+    from shadow.surfaces import ADAPTERS
+
+    assert set(OUTPUT_SHAPES) == set(ADAPTERS)
+    assert capture_kind("cli.compress.raw-wire") == "cli.compress"
+    assert capture_kind("cli.compressor") is None and capture_kind("nothing.known") is None
+
+
+def test_empty_or_single_scenario_folder_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as err:
+        load_corpus(tmp_path)
+    assert err.value.got == "no scenario folder"
+    one = _copy(tmp_path, ["short-session"]) / "short-session"
+    with pytest.raises(InputError) as err:
+        load_corpus(one)
+    assert "one scenario folder" in err.value.got
