@@ -508,6 +508,17 @@ def write_recorded(root: Path | str, identity: Mapping[str, Any],
 
 
 def make_candidate(spec: str | None, recordings: str | Path | None = None) -> Candidate:
+    """The candidate to judge.  Every cassette of ``recordings`` is parsed and checked
+    first (:func:`shadow.providers.cassettes.validate_recordings`): a broken one is an
+    :class:`InputError` naming the file, before any replay — never a candidate that
+    merely lacks answers."""
+    if recordings is not None:
+        from shadow.providers.cassettes import validate_recordings
+
+        if not Path(recordings).is_dir():
+            raise InputError(recordings, "", "--recordings: a recordings folder",
+                             "no such folder")
+        validate_recordings(recordings)
     if spec in (None, "", "kernel"):
         return KernelCandidate(recordings=recordings)
     return RecordedCandidate(spec)

@@ -29,6 +29,7 @@ import copy
 import hashlib
 import json
 import logging
+import os
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -48,6 +49,7 @@ from vcr.request import Request as VcrRequest  # type: ignore[import-untyped]
 from vcr.serialize import deserialize  # type: ignore[import-untyped]
 
 from kernel.errors import KernelError
+from shadow.boundary import decode_text, pointer_escape, read_regular
 from shadow.errors import InputError, ShadowError, SideEffectError
 from shadow.providers.openai_compat import (
     DEFAULT_BASE_URL,
@@ -175,29 +177,157 @@ def cassette_path(recordings_dir: str | Path, scenario: str) -> Path:
     return Path(recordings_dir) / f"{scenario}.yaml"
 
 
-def load_cassette(path: Path) -> dict[str, Any] | None:
-    """Parse and check one cassette (``None`` when it does not exist)."""
-    if not path.is_file():
-        return None
+def _describe(value: Any) -> str:
+    """A value by type and size only (a cassette may hold anything; never echo it)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return f"the integer {value}" if abs(value) < 10**6 else "a large integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value)} items"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _need(cond: bool, path: Path, ptr: str, expected: str, value: Any) -> None:
+    if not cond:
+        raise InputError(path, ptr, expected, got=_describe(value))
+
+
+def _headers(value: Any, path: Path, ptr: str) -> Mapping[str, Any]:
+    _need(isinstance(value, dict), path, ptr, "a header mapping (name -> list of strings)",
+          value)
+    for name, values in value.items():
+        hptr = f"{ptr}/{pointer_escape(str(name))}" if _safe_header(str(name)) else ptr
+        _need(isinstance(values, list) and all(isinstance(v, str) for v in values), path, hptr,
+              "a list of header strings", values)
+    return value  # type: ignore[no-any-return]
+
+
+def _check_interaction(it: Any, path: Path, ptr: str) -> None:
+    _need(isinstance(it, dict), path, ptr, "an interaction mapping (request, response)", it)
+    req = it.get("request")
+    _need(isinstance(req, dict), path, f"{ptr}/request", "a request mapping", req)
+    extra = sorted(set(map(str, req)) - {"body", "headers", "method", "uri"})
+    if extra:
+        raise InputError(path, f"{ptr}/request", "only body, headers, method and uri",
+                         got=f"{len(extra)} unknown field(s)")
+    body = req.get("body")
+    _need(isinstance(body, str) and body.startswith(MARKER_PREFIX), path,
+          f"{ptr}/request/body", "a body digest marker", body)
+    for key in ("method", "uri"):
+        _need(isinstance(req.get(key), str) and bool(req.get(key)), path,
+              f"{ptr}/request/{key}", "a non-empty string", req.get(key))
+    headers = _headers(req.get("headers") or {}, path, f"{ptr}/request/headers")
+    if any(not _safe_header(str(k)) for k in headers):
+        raise InputError(path, f"{ptr}/request/headers", "scrubbed headers",
+                         got="an unscrubbed header")
+    resp = it.get("response")
+    rptr = f"{ptr}/response"
+    _need(isinstance(resp, dict), path, rptr, "a response mapping", resp)
+    status = resp.get("status")
+    _need(isinstance(status, dict), path, f"{rptr}/status", "a status mapping (code, message)",
+          status)
+    code = status.get("code")
+    _need(type(code) is int and 100 <= code <= 599, path, f"{rptr}/status/code",
+          "an HTTP status code (100-599)", code)
+    message = status.get("message")
+    _need(message is None or isinstance(message, str), path, f"{rptr}/status/message",
+          "a string", message)
+    body_doc = resp.get("body")
+    _need(isinstance(body_doc, dict) and isinstance(body_doc.get("string"), (str, bytes)), path,
+          f"{rptr}/body", "a mapping with a 'string' body", body_doc)
+    rheaders = _headers(resp.get("headers") or {}, path, f"{rptr}/headers")
+    fault = rheaders.get(FAULT_HEADER)
+    if fault is not None:
+        _need(len(fault) == 1 and fault[0] in FAULTS, path,
+              f"{rptr}/headers/{FAULT_HEADER}", f"one of {', '.join(FAULTS)}", fault)
+
+
+def _parse_yaml(data: bytes, path: Path) -> Any:
+    text = decode_text(data, path)
+    if not text.strip():
+        raise InputError(path, "", "a vcrpy cassette (a YAML mapping)", got="an empty file")
     try:
-        doc = yaml.load(path.read_bytes().decode("utf-8"), Loader=_LOADER)
-    except (UnicodeDecodeError, yaml.YAMLError):
-        raise InputError(path, "", "a UTF-8 YAML vcrpy cassette", got="unparseable") from None
-    if not isinstance(doc, dict) or doc.get("version") != 1:
-        raise InputError(path, "/version", "vcrpy cassette version 1")
+        return yaml.load(text, Loader=_LOADER)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise InputError(path, "", "well-formed YAML", got=f"a syntax error{where}") from None
+    except yaml.YAMLError:
+        raise InputError(path, "", "well-formed YAML", got="a syntax error") from None
+    except RecursionError:
+        raise InputError(path, "", "well-formed YAML", got="nesting too deep") from None
+
+
+def check_cassette(doc: Any, path: Path, scenario: str | None = None) -> dict[str, Any]:
+    """A parsed cassette checked against ``shadow-provider-cassette/v1`` (InputError with
+    the file and a pointer otherwise); with ``scenario``, also that it records that
+    scenario (``metadata.scenario``)."""
+    _need(isinstance(doc, dict), path, "", "a vcrpy cassette (a YAML mapping)", doc)
+    if "version" not in doc:
+        raise InputError(path, "/version", "vcrpy cassette version 1", got="nothing")
+    _need(type(doc["version"]) is int and doc["version"] == 1, path, "/version",
+          "vcrpy cassette version 1", doc["version"])
     meta = doc.get("metadata")
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise InputError(path, "/metadata/format", FORMAT)
+    _need(isinstance(meta, dict), path, "/metadata", f"a metadata mapping ({FORMAT})", meta)
+    if meta.get("format") != FORMAT:
+        raise InputError(path, "/metadata/format", FORMAT,
+                         got="nothing" if "format" not in meta else
+                         "another format" if isinstance(meta["format"], str)
+                         else _describe(meta["format"]))
+    named = meta.get("scenario")
+    if not isinstance(named, str) or not named:
+        raise InputError(path, "/metadata/scenario", "the scenario name",
+                         got=_describe(named) if "scenario" in meta else "nothing")
+    if scenario is not None and named != scenario:
+        raise InputError(path, "/metadata/scenario", f"the file's scenario {scenario!r}",
+                         got="another scenario")
     interactions = doc.get("interactions")
-    if not isinstance(interactions, list):
-        raise InputError(path, "/interactions", "an array")
+    _need(isinstance(interactions, list), path, "/interactions", "an array", interactions)
     for i, it in enumerate(interactions):
-        req = it.get("request") if isinstance(it, dict) else None
-        if not isinstance(req, dict) or not str(req.get("body", "")).startswith(MARKER_PREFIX):
-            raise InputError(path, f"/interactions/{i}/request/body", "a body digest marker")
-        if any(not _safe_header(str(k)) for k in req.get("headers") or {}):
-            raise InputError(path, f"/interactions/{i}/request/headers", "scrubbed headers")
+        _check_interaction(it, path, f"/interactions/{i}")
     return doc
+
+
+def load_cassette(path: Path, scenario: str | None = None) -> dict[str, Any] | None:
+    """Parse and check one cassette (``None`` when nothing exists at ``path``)."""
+    if not os.path.lexists(path):
+        return None
+    return check_cassette(_parse_yaml(read_regular(path), path), path, scenario)
+
+
+def validate_recordings(recordings_dir: str | Path) -> tuple[Path, ...]:
+    """Every cassette of a ``--recordings`` folder, parsed and checked before any replay.
+
+    ``<scenario>.yaml`` files are cassettes (hidden entries and other files, such as a
+    README, are ignored); a ``.yml`` file is refused (replay would never read it).  The
+    first bad one raises :class:`~shadow.errors.InputError` naming the file and the
+    problem."""
+    root = Path(recordings_dir)
+    try:
+        entries = sorted((p for p in root.iterdir() if not p.name.startswith(".")),
+                         key=lambda p: p.name)
+    except OSError as exc:
+        raise InputError(root, "", "--recordings: a readable recordings folder",
+                         got=type(exc).__name__) from None
+    checked = []
+    for p in entries:
+        suffix = p.name.rsplit(".", 1)[-1].lower() if "." in p.name else ""
+        if suffix == "yml" or (suffix == "yaml" and not p.name.endswith(".yaml")):
+            raise InputError(p, "", "a cassette named <scenario>.yaml",
+                             got=f"a .{p.name.rsplit('.', 1)[-1]} file")
+        if suffix == "yaml":
+            load_cassette(p, p.name[: -len(".yaml")])
+            checked.append(p)
+    return tuple(checked)
 
 
 def _vcr() -> vcr.VCR:

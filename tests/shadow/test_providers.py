@@ -581,3 +581,13 @@ def test_summarizer_and_outcomes_pickle_for_process_pools() -> None:
     output = clone(items_for(SID, conversation(3)), {"operationId": "op-p"})
     assert output["usageReceipt"]["outcome"] == "settled"
     assert pickle.loads(pickle.dumps(clone.outcomes[0])) == clone.outcomes[0]
+
+
+def test_every_bundled_cassette_validates_eagerly(tmp_path: Path) -> None:
+    checked = cassettes.validate_recordings(RECORDINGS)
+    assert sorted(p.name for p in checked) == sorted(p.name for p in RECORDINGS.glob("*.yaml"))
+    renamed = tmp_path / "other-scenario.yaml"  # a cassette under another scenario's name
+    renamed.write_bytes((RECORDINGS / "provider-failure.yaml").read_bytes())
+    with pytest.raises(InputError) as err:
+        cassettes.validate_recordings(tmp_path)
+    assert err.value.pointer == "/metadata/scenario" and err.value.source == str(renamed)
