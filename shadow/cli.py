@@ -40,14 +40,32 @@ def cmd_kernel_batch(args: argparse.Namespace) -> int:
     return EXIT_GO
 
 
+def _silence_stdout() -> None:
+    """After EPIPE, point stdout at devnull so the interpreter's final flush stays quiet."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="shadow", description=__doc__)
+    from shadow import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="shadow", description="context-kernel-parity: shadow evaluation of the "
+        "design 108 Context/Memory Kernel against the legacy surfaces. "
+        "Exit codes: 0 GO, 1 NO-GO, 2 usage or input error.")
+    parser.add_argument("--version", action="version",
+                        version=f"shadow (context-kernel-parity) {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     k = sub.add_parser("kernel", help="drive the kernel with JSON (language-agnostic entry)")
     ksub = k.add_subparsers(dest="kernel_command", required=True)
     kc = ksub.add_parser("call", help="one JSON request on stdin -> one JSON result on stdout")
-    kc.add_argument("method")
+    kc.add_argument("method", help="a kernel method (see docs/kernel-rpc.md)")
     kc.set_defaults(func=cmd_kernel_call)
     kb = ksub.add_parser("batch", help='JSON Lines {"id","method","params"} on stdin')
     kb.set_defaults(func=cmd_kernel_batch)
@@ -66,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) and EXIT_USAGE
     try:
         return int(args.func(args))
+    except BrokenPipeError:
+        # a closed pipe (`shadow diff … | head`): end quietly, with the verdict's exit code
+        _silence_stdout()
+        return int(getattr(args, "_exit", EXIT_GO))
     except InputError as exc:
         print(f"shadow: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

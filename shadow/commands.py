@@ -9,10 +9,11 @@ import sys
 
 def cmd_run(args: argparse.Namespace) -> int:
     from shadow.progress import TerminalProgress
-    from shadow.run import RunOptions, execute
+    from shadow.run import RunOptions, default_recordings, execute
 
+    recordings = None if args.no_recordings else (args.recordings or default_recordings())
     result = execute(RunOptions(
-        fixtures=args.fixtures, out=args.out, recordings=args.recordings, phase=args.phase,
+        fixtures=args.fixtures, out=args.out, recordings=recordings, phase=args.phase,
         surfaces=tuple(args.surface or ()), candidate=args.candidate,
         record_candidate=args.record_candidate, waivers=args.waivers,
         intended=args.intended, jobs=args.jobs,
@@ -20,9 +21,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         previous=args.previous, determinism=not args.skip_determinism,
         progress=TerminalProgress(),
     ))
+    args._exit = 0 if result.verdict == "GO" else 1  # a closed stdout still exits with it
     for line in result.lines:
         print(line)
-    print(f"verdict: {result.verdict}")
+    print(f"verdict: {result.verdict} (phase {result.report['phase']})")
     sys.stdout.flush()
     return 0 if result.verdict == "GO" else 1
 
@@ -47,6 +49,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
                         today=args.today)
     if args.out:
         gates.write(args.out, result)
+    args._exit = 0 if result.verdict == "GO" else 1
     if args.json:
         print(json.dumps(result.to_wire(), sort_keys=True, indent=1, ensure_ascii=False))
     else:
@@ -59,6 +62,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     verdict, paths = rerender(args.report, fmt=args.format, previous=args.previous,
                               out=args.out)
+    args._exit = 0 if verdict == "GO" else 1
     for p in paths:
         print(f"report: {p}")
     print(f"verdict: {verdict}")
@@ -69,27 +73,39 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from shadow.reports import diff_files
 
     text, regressions = diff_files(args.old, args.new, fmt=args.format)
+    args._exit = 1 if regressions else 0
     print(text)
+    sys.stdout.flush()
     return 1 if regressions else 0
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r = sub.add_parser("run", help="shadow run over the bundled fixtures; writes reports")
     r.add_argument("--fixtures", default="fixtures",
-                   help="fixture folder (legacy-capture/v1 layout)")
-    r.add_argument("--recordings", default=None, help="recorded provider exchanges")
-    r.add_argument("--out", default="reports/latest")
-    r.add_argument("--phase", type=int, default=1, choices=range(0, 6), metavar="N")
+                   help="fixture folder (legacy-capture/v1 layout; default: fixtures)")
+    r.add_argument("--recordings", default=None, metavar="DIR",
+                   help="recorded provider exchanges (vcrpy cassettes; default: recordings/ "
+                        "when it exists)")
+    r.add_argument("--no-recordings", action="store_true",
+                   help="replay provider answers from the captures, not recordings/")
+    r.add_argument("--out", default="reports/latest", metavar="DIR",
+                   help="run folder for report.json, evidence.json, report.md, report.html, "
+                        "junit.xml (default: reports/latest); replaced only when complete")
+    r.add_argument("--phase", type=int, default=1, choices=range(0, 6), metavar="N",
+                   help="the cutover phase 0..5 the verdict and exit code are for "
+                        "(default: 1); the report shows every phase")
     r.add_argument("--surface", action="append", metavar="S",
                    help="only these captures/surfaces (glob; repeatable)")
     r.add_argument("--candidate", default="kernel", help="'kernel' or a recorded candidate DIR")
     r.add_argument("--record-candidate", default=None, metavar="DIR",
                    help="also write the candidate's projections to DIR")
-    r.add_argument("--waivers", default=None, metavar="FILE")
+    r.add_argument("--waivers", default=None, metavar="FILE",
+                   help="reviewed waivers (shadow-waivers/v1, docs/waivers.md)")
     r.add_argument("--intended", default=None, metavar="FILE",
                    help="intended-difference rules (default: the bundled "
                         "shadow/policy/intended-differences.v1.json)")
-    r.add_argument("--jobs", type=int, default=1, help="worker processes for the map step")
+    r.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="worker processes for the replay (default: 1; at least 1)")
     r.add_argument("--policy", default=None, metavar="FILE",
                    help="gate policy (default: shadow/policy/gate-policy.v1.json)")
     r.add_argument("--inventory", default=None, metavar="FILE",
@@ -104,8 +120,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     g = sub.add_parser("gate", help="judge evidence.json files for a cutover phase")
     g.add_argument("evidence", nargs="+", metavar="EVIDENCE",
                    help="evidence.json files, or folders holding them")
-    g.add_argument("--phase", type=int, required=True, choices=range(0, 6), metavar="N")
-    g.add_argument("--policy", default=None, metavar="FILE")
+    g.add_argument("--phase", type=int, required=True, choices=range(0, 6), metavar="N",
+                   help="the cutover phase 0..5 to judge (with every phase it inherits)")
+    g.add_argument("--policy", default=None, metavar="FILE",
+                   help="gate policy (default: shadow/policy/gate-policy.v1.json)")
     g.add_argument("--platforms", action="append", metavar="P[,P]",
                    help="required platforms (default: the policy's; linux,windows,macos)")
     g.add_argument("--release-matrix", default=None, metavar="FILE",
@@ -116,17 +134,20 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     g.add_argument("--json", action="store_true", help="print gate.json instead of text")
     g.set_defaults(func=cmd_gate)
     rp = sub.add_parser("report", help="re-render report formats from a report.json")
-    rp.add_argument("report", metavar="REPORT_JSON")
-    rp.add_argument("--format", default="all", choices=("md", "html", "junit", "json", "all"))
-    rp.add_argument("--previous", default=None, metavar="OLD_REPORT_JSON")
+    rp.add_argument("report", metavar="REPORT_JSON", help="a report.json or its run folder")
+    rp.add_argument("--format", default="all", choices=("md", "html", "junit", "json", "all"),
+                    help="which format to write (default: all)")
+    rp.add_argument("--previous", default=None, metavar="OLD_REPORT_JSON",
+                    help="an older report.json: the trend section")
     rp.add_argument("--out", default=None, metavar="DIR",
                     help="output folder (default: the report's folder)")
     rp.set_defaults(func=cmd_report)
     d = sub.add_parser("diff", help="new, fixed and changed divergences between two reports")
-    d.add_argument("old", metavar="OLD")
-    d.add_argument("new", metavar="NEW")
-    d.add_argument("--format", default="text", choices=("text", "md", "json"))
+    d.add_argument("old", metavar="OLD", help="the older report.json (or its run folder)")
+    d.add_argument("new", metavar="NEW", help="the newer report.json (or its run folder)")
+    d.add_argument("--format", default="text", choices=("text", "md", "json"),
+                   help="output format (default: text)")
     d.set_defaults(func=cmd_diff)
     c = sub.add_parser("codes", help="print the reason-code registry")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="the registry as JSON")
     c.set_defaults(func=cmd_codes)

@@ -47,6 +47,7 @@ SCHEMA: Final = "shadow-evidence/v1"
 PACKAGE: Final = "context-kernel-parity"
 _IDENTITY_TAG: Final = b"shadow.evidence-identity/v1\0"
 _RESULTS_TAG: Final = b"shadow.results/v1\0"
+_EVIDENCE_TAG: Final = b"shadow.evidence/v1\0"
 
 
 # --- environment probes (monkeypatched in tests for deterministic bytes) ----------------
@@ -97,9 +98,21 @@ def package_version() -> str:
 
 
 def environment() -> dict[str, Any]:
+    """Where the run ran.  Besides the platform label, what the gate cross-checks it with:
+    ``sys.platform``, the OS release, the path separator and the Python build."""
     return {"platform": platform_name(), "python": _platform.python_version(),
             "implementation": _platform.python_implementation(),
-            "machine": _platform.machine(), "dirty": git_dirty()}
+            "machine": _platform.machine(), "dirty": git_dirty(),
+            "sys_platform": sys.platform, "os_release": _platform.platform(),
+            "path_sep": os.sep, "python_build": " ".join(_platform.python_build()),
+            "python_compiler": _platform.python_compiler()}
+
+
+#: the path separator each platform label implies (the gate's cross-check)
+PATH_SEP: Final = {"linux": "/", "macos": "/", "windows": "\\"}
+#: how ``platform.platform()`` starts on each platform label (the gate's cross-check)
+OS_RELEASE_PREFIX: Final = {"linux": ("Linux",), "windows": ("Windows",),
+                            "macos": ("macOS", "Darwin")}
 
 
 # --- digests -------------------------------------------------------------------------------
@@ -197,6 +210,11 @@ def read_junit(path: Path) -> dict[str, Any]:
         root = ET.parse(path).getroot()  # CI's own test output (expat, no DTD fetch)
     except ET.ParseError as exc:
         raise InputError(path, "", "well-formed JUnit XML", f"a parse error ({exc})") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(path, "", "a readable JUnit XML file", type(exc).__name__) from None
+    if root.tag not in ("testsuites", "testsuite"):
+        raise InputError(path, "", "JUnit XML (a <testsuites> or <testsuite> root)",
+                         "another XML document")
     cases = []
     for tc in root.iter("testcase"):
         cls, name = tc.get("classname") or "", tc.get("name") or ""
@@ -206,6 +224,8 @@ def read_junit(path: Path) -> dict[str, Any]:
                 outcome = label
                 break
         cases.append({"id": f"{cls}.{name}" if cls else name, "outcome": outcome})
+    if not cases:
+        raise InputError(path, "", "JUnit XML with at least one <testcase>", "none")
     cases.sort(key=lambda c: (c["id"], c["outcome"]))
     return {"file": path.name, "digest": file_digest(path), "testcases": cases}
 
@@ -261,6 +281,7 @@ class EvidenceInputs:
     rerun_digest: Callable[[], str] | None = None  # determinism: replay again, digest
     first_digest: str | None = None
     check_schemas: bool = True
+    parsed_attachments: tuple[dict[str, Any], ...] | None = None  # read before the replay
 
 
 def collect(inp: EvidenceInputs) -> dict[str, Any]:
@@ -318,7 +339,8 @@ def collect(inp: EvidenceInputs) -> dict[str, Any]:
         "intended": report.get("intended", {}),
         "checks": dict(sorted(checks.items())),
         "inventory": inv_summary,
-        "attachments": [read_junit(p) for p in inp.attachments],
+        "attachments": list(inp.parsed_attachments) if inp.parsed_attachments is not None
+        else [read_junit(p) for p in inp.attachments],
     }
 
 
@@ -348,6 +370,7 @@ class RunSetup:
     waivers: Path | None
     previous: Mapping[str, Any] | None
     intended: Path | None = None
+    parsed_attachments: tuple[dict[str, Any], ...] | None = None
 
 
 def prepare(opts: Any, policy: Any) -> RunSetup:
@@ -357,9 +380,11 @@ def prepare(opts: Any, policy: Any) -> RunSetup:
     if opts.inventory is not None and not Path(opts.inventory).is_file():
         raise InputError(opts.inventory, "", "a writer inventory file", "no such file")
     attachments = tuple(Path(a) for a in opts.attach)
-    for a in attachments:
-        if not a.is_file():
-            raise InputError(a, "", "a JUnit XML file to attach", "no such file")
+    parsed = tuple(read_junit(a) for a in attachments)  # a bad --attach: exit 2, before replay
+    if opts.inventory is not None:
+        from shadow import inventory
+
+        inventory.load(Path(opts.inventory))  # an invalid --inventory: exit 2, before replay
     # without --recordings the provider answers come from the captures (corpus digest)
     recordings = Path(opts.recordings) if opts.recordings is not None else None
     previous = reports.load_report(opts.previous) if opts.previous else None
@@ -370,7 +395,7 @@ def prepare(opts: Any, policy: Any) -> RunSetup:
     return RunSetup(policy.version, tuple(policy.inactive_stages),
                     opts.inventory or _resolve_default(policy.inventory_default),
                     attachments, recordings, Path(opts.waivers) if opts.waivers else None,
-                    previous, rules_file)
+                    previous, rules_file, parsed)
 
 
 def replay_digest(results: Sequence[Any]) -> str:
@@ -389,9 +414,21 @@ def for_run(setup: RunSetup, report: Mapping[str, Any], results: Sequence[Any],
         report=report, policy_version=setup.policy_version, recordings=setup.recordings,
         waivers=setup.waivers, inventory=setup.inventory,
         inactive_stages=setup.inactive_stages, attachments=setup.attachments,
-        intended=setup.intended,
+        intended=setup.intended, parsed_attachments=setup.parsed_attachments,
         rerun_digest=(lambda: replay_digest(rerun())) if rerun is not None else None,
         first_digest=replay_digest(results)))
+
+
+def evidence_digest(doc: Mapping[str, Any]) -> str:
+    """Digest of the whole evidence document but this field: identity, environment, the
+    run, every per-case result, checks and attachments.  The gate recomputes it."""
+    return digest({k: v for k, v in doc.items() if k != "evidence_digest"}, _EVIDENCE_TAG)
+
+
+def seal(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``doc`` with its ``evidence_digest`` (re)computed."""
+    body = {k: v for k, v in doc.items() if k != "evidence_digest"}
+    return {**body, "evidence_digest": evidence_digest(body)}
 
 
 def identity_digest(identity: Mapping[str, Any]) -> str:
@@ -403,5 +440,5 @@ def render(doc: Mapping[str, Any]) -> str:
 
 
 def write(path: Path, doc: Mapping[str, Any]) -> Path:
-    path.write_text(render(doc), encoding="utf-8", newline="\n")
+    path.write_text(render(seal(doc)), encoding="utf-8", newline="\n")
     return path

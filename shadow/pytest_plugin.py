@@ -2,21 +2,22 @@
 
 Inactive unless ``--shadow`` is given.  With it, the shadow run is replayed once at
 collection and every fixture × surface becomes a test item with a readable id,
-``shadow::<fixture>::<surface>`` (marker ``shadow``; ``-k`` and ``-m`` work as usual).
-An item fails when its case has an unwaived ``blocking`` divergence, or — for the
-surfaces the phase's policy rules judge (``--shadow-phase N``, rules inherited) — a
-divergence at or above that rule's severity.  At session end the reports
-(report.json, evidence.json, report.md, report.html, junit.xml) are written to
-``--shadow-out`` and a short summary is printed, with this platform's gate verdict.
+``shadow::<fixture>::<surface>`` (marker ``shadow``; ``-k`` and ``-m`` work as usual), plus
+one item ``shadow::gate::phase<N>``.  Only these items are collected unless
+``--shadow-all`` asks for the project's own tests as well.
 
-Entry point only: parsing options, calling :mod:`shadow.run` and :mod:`shadow.gates`,
-printing.  All logic lives there.
+Outcomes come from the one failure rule (:mod:`shadow.gates.rule`) at ``--shadow-phase``,
+as the run judged them — the same as junit.xml's testcases and the reports: a case item
+fails when its case fails; twin (legacy-vs-legacy) cases never fail; the gate item fails
+when ``shadow gate --phase N --platforms <this platform>`` would answer NO-GO on the run's
+evidence (a missing check, too few fixtures), so ``pytest --shadow`` is green exactly when
+``shadow run --phase N`` exits 0.  The reports are written to ``--shadow-out``.
+
+Entry point only: parsing options, calling :mod:`shadow.run`, printing.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="intended-difference rules (default: the bundled file)")
     group.addoption("--shadow-candidate", default="kernel", metavar="kernel|DIR",
                     help="the candidate: the live kernel, or a recorded candidate folder")
+    group.addoption("--shadow-recordings", default=None, metavar="DIR",
+                    help="recorded provider exchanges (default: recordings/ when it exists)")
+    group.addoption("--shadow-no-recordings", action="store_true", default=False,
+                    help="do not use recordings/ even when it exists")
+    group.addoption("--shadow-all", action="store_true", default=False,
+                    help="collect the project's own tests too (default: only shadow items)")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With ``--shadow`` only the shadow items are collected (unless ``--shadow-all``)."""
+    if config.getoption("shadow") and not config.getoption("shadow_all"):
+        return True
+    return None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -68,35 +82,59 @@ class ShadowFixture(pytest.Collector):
 
 
 class ShadowCase(pytest.Item):
-    def __init__(self, *, fixture: str, surface: str, divergences: Sequence[Mapping[str, Any]],
-                 fail_at: str, **kw: Any) -> None:
+    def __init__(self, *, fixture: str, surface: str, case: Mapping[str, Any],
+                 divergences: Sequence[Mapping[str, Any]], phase: int, **kw: Any) -> None:
         super().__init__(**kw)
-        self.fixture, self.surface = fixture, surface
+        self.fixture, self.surface, self.case, self.phase = fixture, surface, case, phase
         self.divergences = list(divergences)
-        self.fail_at = fail_at
         self.add_marker("shadow")
 
     def runtest(self) -> None:
-        from shadow import codes
-
-        bad = [d for d in self.divergences if codes.fails(d, self.fail_at)]
-        if bad:
+        if self.case.get("outcome") == "fail":
+            failing = set(self.case.get("failing", []))
             raise ShadowCaseFailure([
-                f"{d['severity']} {d['reason_code']} [{d['attribution']}] "
-                f"{len(d.get('item_ids', []))} items {d.get('detail', {})}" for d in bad])
+                f"{d.get('id', '')} {d['severity']} {d['reason_code']} [{d['attribution']}] "
+                f"{len(d.get('item_ids', []))} items {d.get('detail', {})}"
+                for d in self.divergences if d.get("id") in failing])
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:
         if isinstance(excinfo.value, ShadowCaseFailure):
             from shadow.reports.tables import case_anchor
 
-            head = (f"{self.fixture} / {self.surface}: divergences at or above "
-                    f"{self.fail_at} (report.html#{case_anchor(self.fixture, self.surface)})")
+            level = self.case.get("fail_at") or "a quarantine or NO-GO class only"
+            head = (f"{self.fixture} / {self.surface}: fails at phase {self.phase} (fail at "
+                    f"{level}; report.html#{case_anchor(self.fixture, self.surface)})")
             return "\n".join([head, *("  " + x for x in excinfo.value.lines)])
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"shadow {self.fixture} / {self.surface}"
+
+
+class ShadowGate(pytest.Item):
+    """The phase's other requirements (checks, evidence, fixture counts) as one item."""
+
+    def __init__(self, *, step: Mapping[str, Any], **kw: Any) -> None:
+        super().__init__(**kw)
+        self.step = step
+        self.add_marker("shadow")
+
+    def runtest(self) -> None:
+        if self.step.get("verdict") != "GO":
+            raise ShadowCaseFailure([f"{q['code']} {q['name']}: {q['message']}"
+                                     for q in self.step.get("requirements", [])
+                                     if q.get("status") != "pass"])
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, ShadowCaseFailure):
+            head = f"phase {self.step.get('phase')} ({self.step.get('title')}): NO-GO"
+            return "\n".join([head, *("  " + x for x in excinfo.value.lines)])
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"shadow gate phase {self.step.get('phase')}"
 
 
 class ShadowSession:
@@ -105,88 +143,62 @@ class ShadowSession:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.result: Any = None
-        self.tmp: Path | None = None
-        self.paths: list[Path] = []
-        self.gate: Any = None
+
+    def _recordings(self) -> str | None:
+        from shadow.run import default_recordings
+
+        opt = self.config.getoption
+        if opt("shadow_no_recordings"):
+            return None
+        return opt("shadow_recordings") or default_recordings(
+            Path(self.config.invocation_params.dir))
 
     def _run(self) -> Any:
         from shadow.errors import ShadowError
         from shadow.run import RunOptions, execute
 
         opt = self.config.getoption
-        self.tmp = Path(tempfile.mkdtemp(prefix="shadow-pytest-"))
+        out = Path(opt("shadow_out"))
+        if not out.is_absolute():
+            out = Path(self.config.invocation_params.dir) / out
         try:
-            return execute(RunOptions(fixtures=opt("shadow_fixtures"), out=str(self.tmp),
+            return execute(RunOptions(fixtures=opt("shadow_fixtures"), out=str(out),
+                                      recordings=self._recordings(),
                                       phase=opt("shadow_phase"),
                                       waivers=opt("shadow_waivers"),
                                       intended=opt("shadow_intended"),
                                       candidate=opt("shadow_candidate")))
         except ShadowError as exc:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            self.tmp = None
             raise pytest.UsageError(f"shadow: {exc}") from None
-
-    def _fail_at(self) -> dict[str, str]:
-        """Per top-level surface, the severity at which the phase's rules fail a case."""
-        from shadow import codes
-        from shadow.gates import policy
-
-        out: dict[str, str] = {}
-        for ph in policy.load().chain(self.config.getoption("shadow_phase")):
-            for rule in ph.rates:
-                for s in rule.surfaces:
-                    cur = out.get(s, "blocking")
-                    out[s] = rule.fail_at if codes.severity_rank(rule.fail_at) > \
-                        codes.severity_rank(cur) else cur
-        return out
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
-        from shadow.evidence import top_surface
-
         self.result = self._run()
         report = self.result.report
-        fail_at = self._fail_at()
+        phase = int(report["phase"])
         by_case: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
         for d in report["divergences"]:
             by_case.setdefault((d["fixture"], d["surface"]), []).append(d)
-        nodes: dict[str, tuple[ShadowFixture, list[pytest.Item]]] = {}
+        nodes: dict[str, tuple[pytest.Collector, list[pytest.Item]]] = {}
         for case in report.get("cases", []):
             fx, sf = case["fixture"], case["surface"]
             if fx not in nodes:
                 nodes[fx] = (ShadowFixture.from_parent(session, name=fx,
                                                        nodeid=f"shadow::{fx}"), [])
-            twin = "~" in sf  # legacy vs legacy: only blocking fails
             nodes[fx][1].append(ShadowCase.from_parent(
-                nodes[fx][0], name=sf, fixture=fx, surface=sf,
-                divergences=by_case.get((fx, sf), []),
-                fail_at="blocking" if twin else fail_at.get(top_surface(sf), "blocking")))
+                nodes[fx][0], name=sf, fixture=fx, surface=sf, case=case,
+                divergences=by_case.get((fx, sf), []), phase=phase))
+        step = next((s for s in report.get("ladder", []) if s["phase"] == phase), None)
+        if step is not None:
+            gate_node = ShadowFixture.from_parent(session, name="gate", nodeid="shadow::gate")
+            nodes["\uffff"] = (gate_node, [ShadowGate.from_parent(
+                gate_node, name=f"phase{phase}", step=step)])
         for node, children in nodes.values():
             # report the collection like any collector does ("collected N items")
             session.ihook.pytest_collectreport(report=pytest.CollectReport(
                 node.nodeid, "passed", None, children))
             items.extend(children)
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from shadow import evidence as evidence_mod
-        from shadow.gates import merge, policy
-        from shadow.gates.evaluate import evaluate
-
-        if self.result is None or self.tmp is None:
-            return
-        out = Path(self.config.getoption("shadow_out"))
-        if not out.is_absolute():
-            out = Path(self.config.invocation_params.dir) / out
-        out.mkdir(parents=True, exist_ok=True)
-        for src in sorted(self.tmp.iterdir()):
-            shutil.copyfile(src, out / src.name)
-            self.paths.append(out / src.name)
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        self.tmp = None
-        files = [merge.parse(self.result.evidence, str(out / "evidence.json"))]
-        self.gate = evaluate(policy.load(), files, self.config.getoption("shadow_phase"),
-                             platforms=[evidence_mod.platform_name()])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.result is None:
@@ -194,13 +206,5 @@ class ShadowSession:
         tr = terminalreporter
         tr.section("shadow")
         for line in self.result.lines:
-            if not line.startswith("report: "):
-                tr.write_line(line)
-        tr.write_line(f"run verdict: {self.result.verdict}")
-        if self.gate is not None:
-            g = self.gate
-            tr.write_line(f"gate phase {g.phase} on this platform only: {g.verdict}"
-                          + (f" ({', '.join(sorted({r.code for r in g.reasons}))})"
-                             if g.reasons else ""))
-        for p in self.paths:
-            tr.write_line(f"report: {p}")
+            tr.write_line(line)
+        tr.write_line(f"verdict: {self.result.verdict} (phase {self.result.report['phase']})")

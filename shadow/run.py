@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -38,12 +39,13 @@ from shadow import candidate as cand_mod
 from shadow import codes as codes_mod
 from shadow import evidence as evidence_mod
 from shadow import intended as intended_mod
-from shadow import reports
+from shadow import outdir, reports
 from shadow import waivers as waiver_mod
-from shadow.divergence import Divergence, make
+from shadow.divergence import Divergence, make, with_ids
 from shadow.errors import InputError, UsageError
 from shadow.fixtures import load_corpus
 from shadow.gates import policy as policy_mod
+from shadow.gates import rule
 from shadow.replay import reduce_results, replay_all
 
 REPORT_SCHEMA: Final = "shadow-report/v1"
@@ -124,33 +126,114 @@ def apply_intended(divs: Sequence[Divergence], rules: Sequence[intended_mod.Rule
     return out
 
 
-def execute(opts: RunOptions) -> RunResult:
-    """Run the whole shadow evaluation and write the report; returns the verdict."""
+def default_recordings(base: Path | None = None) -> str | None:
+    """``recordings/`` (of ``base``, default the current folder) when it exists: the one
+    documented path, so ``nox -s shadow``, ``shadow run`` and ``pytest --shadow`` replay the
+    same candidate."""
+    p = (base or Path()) / "recordings"
+    return str(p) if p.is_dir() else None
+
+
+def _check_writable_dir(path: str, what: str) -> None:
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InputError(p, "", f"{what}: a folder", "a file")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe = Path(tempfile.mkstemp(dir=p, prefix=".shadow-probe-")[1])
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(p, "", f"{what}: a writable folder",
+                         f"not writable ({type(exc).__name__})") from None
+
+
+def _check_options(opts: RunOptions) -> None:
+    """Every argument, before any replay: a bad one is exit 2 naming it."""
     if opts.phase not in PHASES:
         raise UsageError(f"--phase must be 0..5, got {opts.phase}")
+    if not isinstance(opts.jobs, int) or opts.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {opts.jobs}")
+    if not str(opts.fixtures).strip():
+        raise UsageError("--fixtures: an empty path selects nothing")
+    if not str(opts.out).strip():
+        raise UsageError("--out: an empty path")
     if opts.recordings is not None and not Path(opts.recordings).is_dir():
-        raise InputError(opts.recordings, "", "a recordings folder", "no such folder")
+        raise InputError(opts.recordings, "", "--recordings: a recordings folder",
+                         "no such folder")
+    if opts.record_candidate:
+        _check_writable_dir(opts.record_candidate, "--record-candidate")
+
+
+def _selected_cases(corpus: Any, surfaces: Sequence[str]) -> int:
+    from shadow.replay import selected
+
+    return sum(1 for s in corpus.scenarios for c in s.captures
+               if selected(c.name, c.surface, surfaces))
+
+
+def _quarantine_lines(corpus: Any) -> list[str]:
+    return [f"quarantined: {q.source} at {q.pointer or '/'}: expected {q.expected}"
+            + (f", got {q.got}" if getattr(q, "got", "") else "") for q in corpus.quarantined]
+
+
+def execute(opts: RunOptions) -> RunResult:
+    """Run the whole shadow evaluation and write the report; returns the verdict.
+
+    Order: every argument is checked and every input file parsed before any replay; the
+    reports are written into a staging folder and swapped into ``--out`` complete
+    (:mod:`shadow.outdir`); the verdict is the gate's own for ``--phase`` on this run's
+    evidence (:func:`shadow.gates.rule.ladder`)."""
+    _check_options(opts)
     waiver_list = waiver_mod.load(opts.waivers) if opts.waivers else []
     rules = intended_mod.load(opts.intended)
     policy = policy_mod.load(opts.policy)
     setup = evidence_mod.prepare(opts, policy)  # bad --inventory/--attach/--previous: exit 2
     root = _fixtures_root(opts.fixtures)
     corpus = load_corpus(root)
+    if not corpus.scenarios and not corpus.quarantined:
+        raise InputError(root, "", "--fixtures: a folder holding at least one scenario "
+                         "(<scenario>/input.json)", "no scenario")
+    if corpus.scenarios and opts.surfaces and not _selected_cases(corpus, opts.surfaces):
+        raise UsageError("--surface " + " ".join(opts.surfaces)
+                         + ": selects no capture of the corpus")
     candidate = cand_mod.make_candidate(opts.candidate, opts.recordings)
-    results = replay_all(corpus.scenarios, candidate, opts.surfaces, opts.jobs, opts.progress)
+    now = opts.now or dt.datetime.now(dt.UTC)
+    with outdir.staged(opts.out) as stage:
+        results = replay_all(corpus.scenarios, candidate, opts.surfaces, opts.jobs,
+                             opts.progress)
+        report, evidence, projections = _judge(opts, corpus, candidate, results, rules,
+                                               waiver_list, policy, setup, now)
+        if opts.record_candidate:
+            cand_mod.write_recorded(opts.record_candidate, candidate.identity, projections)
+        out = stage.path
+        path = out / "report.json"
+        path.write_text(render(report), encoding="utf-8", newline="\n")
+        written = (path, evidence_mod.write(out / "evidence.json", evidence),
+                   *reports.write(out, report, evidence=evidence, previous=setup.previous))
+        final = stage.commit()
+    paths = tuple(final / p.name for p in written)
+    return RunResult(report["verdict"], final / "report.json", report,
+                     (*banner(report, corpus), *(f"report: {p}" for p in paths)),
+                     paths, evidence)
+
+
+def _judge(opts: RunOptions, corpus: Any, candidate: Any, results: Sequence[Any],
+           rules: Sequence[intended_mod.Rule], waiver_list: Sequence[waiver_mod.Waiver],
+           policy: policy_mod.Policy, setup: Any, now: dt.datetime
+           ) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
+    """Reduce, attribute, waive, then let the gate judge every phase on the evidence."""
     divs, defects, comparisons, projections = reduce_results(results)
     divs = apply_intended(divs, rules)
     divs = sorted([*divs, *_quarantine(corpus.quarantined)], key=lambda d: d.sort_key)
-    now = opts.now or dt.datetime.now(dt.UTC)
     outcome = waiver_mod.apply(divs, waiver_list, now.date())
     kept = list(outcome.kept)
     blocking = [d for d in kept if d.severity == "blocking"]
-    verdict = "NO-GO" if blocking else "GO"
-    if opts.record_candidate:
-        cand_mod.write_recorded(opts.record_candidate, candidate.identity, projections)
-    report = {
+    wires = with_ids([d.to_wire() for d in kept])
+    case_keys = sorted({(r.fixture, c) for r in results for c in r.cases}
+                       | {(d.fixture, d.surface) for d in divs})
+    report: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
-        "verdict": verdict,
+        "verdict": "NO-GO",  # until the ladder below has judged the evidence
         "phase": opts.phase,
         "candidate": {**dict(candidate.identity), "corpus_digest": corpus.digest,
                       "surfaces": sorted(opts.surfaces)},
@@ -159,35 +242,68 @@ def execute(opts: RunOptions) -> RunResult:
                    "blocking": len(blocking), "legacy_defects": len(defects),
                    "waived": len(outcome.waived), "quarantined": len(corpus.quarantined)},
         "blocking_reasons": sorted({d.reason_code for d in blocking}),
-        "cases": [{"fixture": f, "surface": s} for f, s in sorted(
-            {(r.fixture, c) for r in results for c in r.cases}
-            | {(d.fixture, d.surface) for d in divs})],
-        "divergences": [d.to_wire() for d in kept],
-        "legacy_defects": [d.to_wire() for d in defects],
+        "cases": rule.judge_cases(policy, opts.phase, case_keys, wires),
+        "divergences": wires,
+        "legacy_defects": with_ids([d.to_wire() for d in defects], "ld"),
         "waivers": dict(outcome.report),
-        "intended": intended_mod.usage_report(rules, [d.to_wire() for d in kept], now.date()),
+        "intended": intended_mod.usage_report(rules, wires, now.date()),
         "attribution": attribution_counts(kept),
         "generated_at": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-    out = Path(opts.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "report.json"
-    path.write_text(render(report), encoding="utf-8")
+    report["totals"]["failing_cases"] = sum(1 for c in report["cases"]
+                                            if c["outcome"] == "fail")
     evidence = evidence_mod.for_run(
         setup, report, results,
         rerun=(lambda: replay_all(corpus.scenarios[::-1], candidate, opts.surfaces, opts.jobs))
         if opts.determinism else None)
-    paths = (path, evidence_mod.write(out / "evidence.json", evidence),
-             *reports.write(out, report, evidence=evidence, previous=setup.previous))
-    lines = (
-        f"fixtures: {report['totals']['fixtures']} ({len(corpus.quarantined)} quarantined), "
-        f"comparisons: {comparisons}",
-        f"divergences: {len(kept)} ({len(blocking)} blocking), legacy defects: {len(defects)}",
-        "by severity: " + ", ".join(f"{s} {n}" for s, n in evidence["run"]["by_severity"].items()),
+    steps = rule.ladder(policy, evidence_mod.seal(evidence), evidence["environment"]["platform"],
+                        now.date())
+    verdict = steps[opts.phase]["verdict"]
+    report["verdict"], report["ladder"] = verdict, steps
+    evidence["run"]["verdict"] = verdict
+    return report, evidence_mod.seal(evidence), projections
+
+
+def _waiver_lines(w: Mapping[str, Any]) -> list[str]:
+    """One line per waiver state that holds any waiver (applied, refused, expired, expiring,
+    unused); ids only, never a reason text."""
+    out = []
+    for state in ("applied", "refused", "expired", "expiring", "unused"):
+        ids = [str(x.get("id")) for x in w.get(state, []) if isinstance(x, Mapping)]
+        if ids:
+            out.append(f"waivers {state}: {len(ids)} ({', '.join(ids[:8])}"
+                       f"{' …' if len(ids) > 8 else ''})")
+    return out
+
+
+def banner(report: Mapping[str, Any], corpus: Any) -> tuple[str, ...]:
+    """The console summary: the same counts as the reports, from the same rule."""
+    t, cases = report["totals"], report["cases"]
+    by = report["attribution"]["by_attribution"]
+    outcomes = {o: sum(1 for c in cases if c["outcome"] == o)
+                for o in ("fail", "note", "pass", "info")}
+    sev = {s: sum(1 for d in report["divergences"] if d["severity"] == s)
+           for s in codes_mod.SEVERITIES}
+    ladder = report.get("ladder", [])
+    return (
+        f"fixtures: {t['fixtures']} ({t['quarantined']} quarantined), "
+        f"comparisons: {t['comparisons']}",
+        *_quarantine_lines(corpus),
+        f"cases: {len(cases)}; at phase {report['phase']}: {outcomes['fail']} failing, "
+        f"{outcomes['note']} with notes, {outcomes['pass']} clean, "
+        f"{outcomes['info']} twin (informational)",
+        f"divergences: {t['divergences']} ({t['blocking']} blocking), "
+        f"legacy defects: {t['legacy_defects']}, waived: {t['waived']}",
+        "by severity: " + ", ".join(f"{s} {n}" for s, n in sev.items()),
+        f"by attribution: candidate {by.get('candidate', 0) + by.get('both', 0)}, "
+        f"baseline {by.get('baseline', 0)}, intended {by.get('intended', 0)}, "
+        f"none {by.get('none', 0)}",
         *(f"blocking: {c}" for c in report["blocking_reasons"]),
-        *(f"report: {p}" for p in paths),
+        *_waiver_lines(report.get("waivers", {})),
+        "phases: " + "  ".join(f"{s['phase']} {s['verdict']}" for s in ladder),
+        *(f"to reach phase {s['phase']}: {a}" for s in ladder if s["verdict"] != "GO"
+          and s["phase"] <= report["phase"] + 1 for a in s["to_reach_new"][:4]),
     )
-    return RunResult(verdict, path, report, lines, paths, evidence)
 
 
 def attribution_counts(divs: Sequence[Divergence]) -> dict[str, Any]:

@@ -11,7 +11,8 @@ digests, categories and counts only — never a body.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,30 @@ def make(fixture: str, surface: str, code: str, attribution: str,
                       tuple(sorted(set(item_ids))), dict(detail or {}))
 
 
+_ID_TAG = b"shadow.divergence-id/v1\0"
+
+
+def stable_id(fixture: str, surface: str, code: str, item_ids: Sequence[str],
+              prefix: str = "d") -> str:
+    """A divergence's id: a hash of (fixture, surface, reason code, item ids) — the same
+    divergence gets the same id in every run of the same corpus, whatever else changed."""
+    key = "\0".join([fixture, surface, code, *sorted(item_ids)]).encode("utf-8")
+    return f"{prefix}-{hashlib.sha256(_ID_TAG + key).hexdigest()[:12]}"
+
+
+def with_ids(wires: Sequence[Mapping[str, Any]], prefix: str = "d") -> list[dict[str, Any]]:
+    """Wire divergences with an ``id`` each (:func:`stable_id`); two divergences with the
+    same key (same items, different detail) get ``-2``, ``-3`` … in their sorted order."""
+    seen: dict[str, int] = {}
+    out = []
+    for w in wires:
+        base = stable_id(str(w["fixture"]), str(w["surface"]), str(w["reason_code"]),
+                         [str(i) for i in w.get("item_ids", [])], prefix)
+        seen[base] = seen.get(base, 0) + 1
+        out.append({**w, "id": base if seen[base] == 1 else f"{base}-{seen[base]}"})
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Violation:
     """One invariant broken by one projection (attributed by the caller)."""
@@ -70,4 +95,4 @@ class Violation:
     detail: Mapping[str, Any] = field(default_factory=dict)
 
 
-__all__ = ["Divergence", "Violation", "make"]
+__all__ = ["Divergence", "Violation", "make", "stable_id", "with_ids"]

@@ -95,7 +95,12 @@ def context(report: Mapping[str, Any], *, evidence: Mapping[str, Any] | None = N
     used = sorted({*df["reason_code"], *defects["reason_code"]},
                   key=lambda c: tables._CODE_ORDER.get(c, 10**6))
     failing = int((cases["status"] == "fail").sum()) if not cases.empty else 0
+    ladder = list(report.get("ladder", []))
+    current = next((s for s in ladder if s.get("phase") == report.get("phase")), None)
+    platform = (evidence or {}).get("environment", {}).get("platform", "this platform")
     return {
+        "ladder": ladder, "ladder_current": current, "platform": platform,
+        "gate_cases": list(current.get("requirements", [])) if current else [],
         "report": report, "verdict": report.get("verdict", "?"),
         "phase": report.get("phase", "?"), "generated_at": report.get("generated_at", ""),
         "candidate": sorted((k, v) for k, v in report.get("candidate", {}).items()),

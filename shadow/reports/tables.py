@@ -47,7 +47,8 @@ def _detail(d: Mapping[str, Any]) -> str:
 def divergence_frame(divs: list[Mapping[str, Any]], prefix: str = "d") -> pd.DataFrame:
     cols = ["id", "fixture", "surface", "reason_code", "severity", "attribution", "items",
             "item_ids", "detail", "fixture_anchor", "case_anchor", "code_anchor", "rank"]
-    rows = [{"id": f"{prefix}-{i}", "fixture": d["fixture"], "surface": d["surface"],
+    rows = [{"id": str(d.get("id") or f"{prefix}-{i}"), "fixture": d["fixture"],
+             "surface": d["surface"],
              "reason_code": d["reason_code"], "severity": d["severity"],
              "attribution": d.get("attribution", "none"),
              "items": len(d.get("item_ids", [])), "item_ids": list(d.get("item_ids", [])),
@@ -74,13 +75,20 @@ def cases_frame(report: Mapping[str, Any], df: pd.DataFrame) -> pd.DataFrame:
     cases = cases.merge(counts, on=["fixture", "surface"], how="left")
     for s in SEVERITIES:
         cases[s] = cases[s].fillna(0).astype(int)
+    # the one failure rule (shadow.gates.rule), as the run judged it at its phase; a report
+    # written before the rule carried outcomes falls back to codes.fails at "major"
+    judged = {(c["fixture"], c["surface"]): c for c in report.get("cases", [])
+              if "outcome" in c}
     failing = ({(d["fixture"], d["surface"]) for d in df.to_dict("records")
                 if codes.fails(d)} if not df.empty else set())
     noted = {(f, s) for f, s in zip(df["fixture"], df["surface"], strict=True)} \
         if not df.empty else set()
     keys = list(zip(cases["fixture"], cases["surface"], strict=True))
-    cases["status"] = ["fail" if k in failing else "note" if k in noted else "pass"
+    cases["status"] = [str(judged[k]["outcome"]) if k in judged
+                       else "fail" if k in failing else "note" if k in noted else "pass"
                        for k in keys]
+    cases["failing_ids"] = [list(judged[k].get("failing", [])) if k in judged else []
+                            for k in keys]
     cases["anchor"] = [case_anchor(f, s) for f, s in zip(cases["fixture"], cases["surface"],
                                                          strict=True)]
     return cases.sort_values(["fixture", "surface"]).reset_index(drop=True)
@@ -102,6 +110,12 @@ def surface_summary(cases: pd.DataFrame, df: pd.DataFrame) -> list[dict[str, Any
         tops[surface] = ", ".join(f"{c} ×{n}" for c, n in zip(part["reason_code"], part["n"],
                                                                  strict=True))
     summ["top_codes"] = summ["surface"].map(tops).fillna("")
+    # the attribution split: candidate (with both), baseline, intended, none
+    for col, whom in (("by_candidate", ("candidate", "both")), ("by_baseline", ("baseline",)),
+                      ("by_intended", ("intended",)), ("by_none", ("none",))):
+        counts = (df[df["attribution"].isin(whom)].groupby("surface").size()
+                  if not df.empty else pd.Series(dtype=int))
+        summ[col] = summ["surface"].map(counts).fillna(0).astype(int)
     return _records(summ.sort_values("surface"))
 
 

@@ -52,7 +52,7 @@ def make(platform: str = "linux", *, fixtures: int = 12, commit: str = "c0ffee",
     return {
         "schema": evidence.SCHEMA, "identity": identity,
         "identity_digest": evidence.identity_digest(identity),
-        "environment": {"platform": platform, "python": "3.11.9"},
+        "environment": environment(platform),
         "run": {"verdict": "GO", "phase": 1, "totals": {"quarantined": 0},
                 "results_digest": results},
         "cases": cases,
@@ -66,12 +66,70 @@ def make(platform: str = "linux", *, fixtures: int = 12, commit: str = "c0ffee",
     }
 
 
+_SYS = {"linux": ("linux", "/", "Linux-6.1.0-x86_64-with-glibc2.36"),
+        "windows": ("win32", "\\", "Windows-10-10.0.19045-SP0"),
+        "macos": ("darwin", "/", "macOS-14.5-arm64-arm-64bit")}
+
+
+def environment(platform: str) -> dict[str, Any]:
+    """What a run on ``platform`` records (distinct per platform, as real runs are)."""
+    sys_platform, sep, release = _SYS[platform]
+    return {"platform": platform, "python": "3.11.9", "implementation": "CPython",
+            "machine": "x86_64", "dirty": False, "sys_platform": sys_platform,
+            "os_release": release, "path_sep": sep,
+            "python_compiler": "MSC v.1937 64 bit (AMD64)" if platform == "windows"
+            else "GCC 12.2.0",
+            "python_build": f"main {platform}"}
+
+
+def synth_report(cases: list[dict[str, Any]], comparisons: int) -> dict[str, Any]:
+    """A report.json whose per-case summaries are ``cases`` (worst, by_code, nogo): one
+    candidate-attributed divergence per counted code, the first at the case's worst."""
+    from shadow.divergence import with_ids
+
+    divs = []
+    for c in cases:
+        counted = dict(c.get("by_code", {}))
+        if c["worst"] != "clean" and not counted:
+            counted = {"item.order": 1}
+        first = True
+        for code, n in sorted(counted.items()):
+            for _ in range(n):
+                sev = "blocking" if code in c.get("nogo", []) else \
+                    c["worst"] if first and c["worst"] != "clean" else "info"
+                first = False
+                divs.append({"fixture": c["fixture"], "surface": c["surface"],
+                             "reason_code": code, "severity": sev, "attribution": "candidate",
+                             "item_ids": [], "detail": {}})
+    return {"schema": "shadow-report/v1", "verdict": "GO", "phase": 1, "candidate": {},
+            "totals": {"comparisons": comparisons, "quarantined": 0},
+            "cases": [{"fixture": c["fixture"], "surface": c["surface"]} for c in cases],
+            "divergences": with_ids(divs), "legacy_defects": [],
+            "generated_at": "2026-09-01T00:00:00Z"}
+
+
+def seal(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The evidence as a run would write it, with the report.json it summarises: the
+    per-case rows and the results digest recomputed, the evidence digest sealed.  The
+    ``results`` marker of :func:`make` stands for different results on one platform."""
+    doc = copy.deepcopy(doc)
+    marker = doc["run"]["results_digest"]
+    report = synth_report(doc["cases"], 0 if marker == "sha256:r" else len(marker))
+    doc["cases"] = evidence.case_summaries(report)
+    doc["run"]["results_digest"] = evidence.results_digest(
+        report["divergences"], [], [(c["fixture"], c["surface"]) for c in report["cases"]],
+        report["totals"]["comparisons"])
+    return evidence.seal(doc), report
+
+
 def write_all(tmp: Path, docs: list[dict[str, Any]]) -> list[str]:
     paths = []
     for i, d in enumerate(docs):
         p = tmp / f"{i}-{d['environment']['platform']}" / "evidence.json"
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(d), encoding="utf-8")
+        sealed, report = seal(d)
+        p.write_text(json.dumps(sealed), encoding="utf-8")
+        (p.parent / "report.json").write_text(json.dumps(report), encoding="utf-8")
         paths.append(str(p))
     return paths
 
@@ -303,6 +361,123 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["gate", "--phase", "9", *paths]) == 2
     assert main(["gate", "--phase", "0", "--platforms", "beos", paths[1]]) == 2
     capsys.readouterr()
+
+
+# -- evidence integrity: what the gate recomputes and cross-checks ---------------------------
+
+
+def _sealed_three(tmp: Path) -> list[Path]:
+    return [Path(p) for p in write_all(tmp, [make(p) for p in PLATFORMS])]
+
+
+def _refused(paths: list[Path], pointer: str) -> InputError:
+    with pytest.raises(InputError) as exc:
+        gates.gate([str(p) for p in paths], 1, today=TODAY)
+    assert exc.value.pointer == pointer, str(exc.value)
+    return exc.value
+
+
+def test_the_sealed_fixture_evidence_passes(tmp_path: Path) -> None:
+    assert gates.gate([str(p) for p in _sealed_three(tmp_path)], 4, today=TODAY).verdict == "GO"
+
+
+def test_an_edited_case_is_refused_by_the_evidence_digest(tmp_path: Path) -> None:
+    paths = _sealed_three(tmp_path)
+    doc = json.loads(paths[0].read_text(encoding="utf-8"))
+    doc["cases"][0]["nogo"] = []  # NO-GO -> GO by hand: the evidence digest no longer holds
+    doc["cases"][0]["worst"] = "minor"
+    paths[0].write_text(json.dumps(doc), encoding="utf-8")
+    _refused(paths, "/evidence_digest")
+
+
+def test_an_edited_and_resealed_case_is_refused_against_its_report(tmp_path: Path) -> None:
+    paths = _sealed_three(tmp_path)
+    doc = json.loads(paths[0].read_text(encoding="utf-8"))
+    doc["cases"][0]["worst"] = "minor"
+    paths[0].write_text(json.dumps(evidence.seal(doc)), encoding="utf-8")
+    _refused(paths, "/cases")
+
+
+def test_an_edited_divergence_in_the_report_is_refused(tmp_path: Path) -> None:
+    docs = [make(p) for p in PLATFORMS]
+    for d in docs:
+        d["cases"][0] = case("cli-00", "cli.entry", "blocking", ("tool_pair.split",),
+                             {"tool_pair.split": 1})
+    paths = [Path(p) for p in write_all(tmp_path, docs)]
+    rpath = paths[0].parent / "report.json"
+    report = json.loads(rpath.read_text(encoding="utf-8"))
+    report["divergences"][0]["attribution"] = "baseline"  # the NO-GO "becomes" a legacy defect
+    rpath.write_text(json.dumps(report), encoding="utf-8")
+    _refused(paths, "/divergences")
+    rpath.unlink()  # and without its report the evidence cannot be checked: refused too
+    _refused(paths, "")
+
+
+def test_a_relabelled_platform_copy_is_refused(tmp_path: Path) -> None:
+    paths = _sealed_three(tmp_path)
+    linux = json.loads(paths[0].read_text(encoding="utf-8"))
+    assert linux["environment"]["platform"] == "linux"
+
+    def forge(**env: str) -> None:
+        for n, target in ((1, "macos"), (2, "windows")):
+            copy_ = copy.deepcopy(linux)
+            copy_["environment"].update(platform=target, **(env if target == "windows"
+                                                            else {}))
+            paths[n].write_text(json.dumps(evidence.seal(copy_)), encoding="utf-8")
+            (paths[n].parent / "report.json").write_text(
+                (paths[0].parent / "report.json").read_text(encoding="utf-8"),
+                encoding="utf-8")
+
+    forge()  # one Linux evidence copied as macos and windows, only the label changed
+    err = _refused(paths, "/environment/platform")
+    assert "relabelled" in str(err)
+    # the label's own fields changed too: cross-checked against the recorded environment
+    for env, pointer in (({"sys_platform": "win32"}, "/environment/path_sep"),
+                         ({"sys_platform": "win32", "path_sep": "\\"},
+                          "/environment/os_release"),
+                         ({"sys_platform": "win32", "path_sep": "\\",
+                           "os_release": "Windows-10"}, "/environment/python_compiler")):
+        for n, target in ((1, "macos"), (2, "windows")):
+            copy_ = copy.deepcopy(linux)
+            copy_["environment"].update(platform=target, os_release="Linux-" + target,
+                                        python_compiler="GCC 12.2.0")
+            if target == "windows":
+                copy_["environment"].update(env)
+            else:
+                copy_["environment"].update(sys_platform="darwin",
+                                            os_release="macOS-14.5-arm64")
+                copy_["environment"]["python_compiler"] = "Clang 15"
+            paths[n].write_text(json.dumps(evidence.seal(copy_)), encoding="utf-8")
+        _refused(paths, pointer)
+
+
+@pytest.mark.parametrize(("edit", "pointer"), [
+    (lambda d: d.update(environment=[]), "/environment"),
+    (lambda d: d["environment"].pop("sys_platform"), "/environment/sys_platform"),
+    (lambda d: d.update(cases={}), "/cases"),
+    (lambda d: d["cases"].__setitem__(0, 7), "/cases/0"),
+    (lambda d: d["cases"][0].update(worst=3), "/cases/0/worst"),
+    (lambda d: d["cases"][0].update(by_code={"x": "1"}), "/cases/0/by_code/x"),
+    (lambda d: d["cases"][0].update(nogo="tool_pair.split"), "/cases/0/nogo"),
+    (lambda d: d.update(checks=[]), "/checks"),
+    (lambda d: d["checks"].update(x=1), "/checks/x"),
+    (lambda d: d.update(waivers={"applied": {}}), "/waivers/applied"),
+    (lambda d: d.update(attachments={}), "/attachments"),
+    (lambda d: d["attachments"][0].update(testcases=[{"id": 1}]),
+     "/attachments/0/testcases/0/id"),
+    (lambda d: d["run"].update(results_digest=None), "/run/results_digest"),
+    (lambda d: d.update(run=[]), "/run"),
+])
+def test_structurally_wrong_evidence_is_an_input_error_with_its_pointer(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: Any, pointer: str) -> None:
+    paths = _sealed_three(tmp_path)
+    doc = json.loads(paths[0].read_text(encoding="utf-8"))
+    edit(doc)
+    paths[0].write_text(json.dumps(evidence.seal(doc)), encoding="utf-8")
+    _refused(paths, pointer)
+    assert main(["gate", "--phase", "1", *map(str, paths)]) == 2
+    err = capsys.readouterr().err
+    assert pointer in err and "internal error" not in err and "Traceback" not in err
 
 
 # -- writer inventory (phase 0 and phase 5) -------------------------------------------------

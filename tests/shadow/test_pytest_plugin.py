@@ -51,18 +51,27 @@ def test_each_fixture_and_surface_is_an_item_and_reports_are_written(
     pytester.makepyfile("def test_other():\n    assert True\n")
     result = _run(pytester, "--shadow", "--shadow-fixtures", str(corpus),
                   "--shadow-out", "out", "-rA", "-m", "shadow")
-    result.assert_outcomes(passed=8, deselected=1)
+    # only the shadow items are collected: 8 cases and the phase's gate item, which fails
+    # because two fixtures are not enough evidence for phase 1 (as `shadow gate` says)
+    result.assert_outcomes(passed=8, failed=1)
     result.stdout.fnmatch_lines([
-        "collected 9 items / 1 deselected / 8 selected",
+        "*collected 9 items*",
+        "*phase 1 (Shared pure kernel and shadow): NO-GO",
+        "*evidence.insufficient rate:desktop: desktop: 1 fixtures, at least 5 needed",
         "*= shadow =*",
         "by severity: blocking 0, *",
-        "run verdict: GO",
-        "gate phase 1 on this platform only: NO-GO (*",  # two fixtures are not evidence
+        "phases: 0 NO-GO  1 NO-GO*",
         f"report: {pytester.path / 'out' / 'report.html'}",
+        "verdict: NO-GO (phase 1)",
         "*PASSED shadow::ide-budget-zero::vscode.context-center",
         "*PASSED shadow::ide-budget-zero::vscode.context-center~jetbrains.context-center",
         "*PASSED shadow::pending-approval::cli.compress",
+        "FAILED shadow::gate::phase1*",
     ])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # --shadow-all collects the project's own tests as well
+    _run(pytester, "--shadow", "--shadow-all", "--shadow-fixtures", str(corpus),
+         "--shadow-out", "out").assert_outcomes(passed=9, failed=1)
     names = sorted(p.name for p in (pytester.path / "out").iterdir())
     assert names == ["evidence.json", "junit.xml", "report.html", "report.json", "report.md"]
 
@@ -72,11 +81,12 @@ def test_blocking_cases_fail(pytester: pytest.Pytester, corpus: Path) -> None:
                                                                       encoding="utf-8")
     result = _run(pytester, "--shadow", "--shadow-fixtures", str(corpus),
                   "--shadow-out", "out")
-    result.assert_outcomes(passed=3, failed=1)
+    result.assert_outcomes(passed=3, failed=2)
     result.stdout.fnmatch_lines([
-        "*pending-approval / desktop.compress.json: divergences at or above blocking*",
-        "  blocking fixture.invalid *",
-        "run verdict: NO-GO",
+        "*pending-approval / desktop.compress.json: fails at phase 1 (fail at blocking*",
+        "  d-* blocking fixture.invalid *",
+        "quarantined: pending-approval/desktop.compress.json at /format: *",
+        "verdict: NO-GO (phase 1)",
         "FAILED shadow::pending-approval::desktop.compress.json*",
     ])
     assert result.ret == pytest.ExitCode.TESTS_FAILED

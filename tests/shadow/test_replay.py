@@ -127,10 +127,11 @@ def test_report_is_byte_identical_across_runs_and_listing_order(
     assert report["schema"] == "shadow-report/v1"
     assert set(report) == {"schema", "verdict", "phase", "candidate", "totals",
                            "blocking_reasons", "divergences", "legacy_defects", "waivers",
-                           "intended", "attribution", "generated_at", "cases"}
+                           "intended", "attribution", "generated_at", "cases", "ladder"}
     assert {"fixtures", "comparisons", "divergences", "blocking"} <= set(report["totals"])
     assert report["verdict"] == "GO" and report["totals"]["fixtures"] == 42
-    keys = {"fixture", "surface", "reason_code", "severity", "attribution", "item_ids", "detail"}
+    keys = {"id", "fixture", "surface", "reason_code", "severity", "attribution", "item_ids",
+            "detail"}
     assert all(set(d) == keys for d in report["divergences"] + report["legacy_defects"])
 
 
@@ -175,8 +176,16 @@ def test_cli_exit_codes_and_codes_json(tmp_path: Path) -> None:
     ok = subprocess.run([*env_py, "run", "--fixtures", str(FIXTURES), "--out",
                          str(tmp_path / "o"), "--surface", "session-core"],
                         capture_output=True, text=True, cwd=ROOT, check=False)
-    assert ok.returncode == 0, ok.stderr
-    assert "verdict: GO" in ok.stdout
+    (tmp_path / "empty").mkdir()
+    # one surface alone is not enough evidence for the gate at phase 1: the run says so
+    assert ok.returncode == 1, ok.stderr
+    assert "verdict: NO-GO (phase 1)" in ok.stdout and "to reach phase 1: " in ok.stdout
+    for args in (["--surface", "no-such-surface"], ["--fixtures", ""], ["--jobs", "0"],
+                 ["--fixtures", str(tmp_path / "empty")]):  # nothing selected / empty / jobs
+        none = subprocess.run([*env_py, "run", "--out", str(tmp_path / "n"), *args],
+                              capture_output=True, text=True, cwd=ROOT, check=False)
+        assert none.returncode == 2, (args, none.stdout, none.stderr)
+        assert "shadow: error:" in none.stderr and "internal error" not in none.stderr
     bad = subprocess.run([*env_py, "run", "--fixtures", str(tmp_path / "missing")],
                          capture_output=True, text=True, cwd=ROOT, check=False)
     assert bad.returncode == 2

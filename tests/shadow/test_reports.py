@@ -17,7 +17,7 @@ import pytest
 from junitparser import Failure, JUnitXml
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from shadow import codes, evidence, reports
+from shadow import evidence, reports
 from shadow.cli import main
 from shadow.progress import TerminalProgress
 from shadow.reports.diff import diff_reports
@@ -69,7 +69,9 @@ def fixed_env() -> Iterator[None]:
         mp.setattr(evidence, "package_version", lambda: "0.0.0")
         mp.setattr(evidence, "environment", lambda: {
             "platform": "linux", "python": "3.11.0", "implementation": "CPython",
-            "machine": "x86_64", "dirty": False})
+            "machine": "x86_64", "dirty": False, "sys_platform": "linux",
+            "os_release": "Linux-6.1.0-x86_64", "path_sep": "/",
+            "python_build": "main Jan 1 2026", "python_compiler": "GCC 12.2.0"})
         yield
 
 
@@ -142,17 +144,33 @@ def test_html_has_no_external_references(run_dirs: dict[str, Path]) -> None:
 
 def test_junit_parses_and_its_counts_match_report_json(run_dirs: dict[str, Path]) -> None:
     rep = json.loads(_read(run_dirs["new"], "report.json"))
+    from shadow.gates import policy, rule
+
     xml = JUnitXml.fromfile(str(run_dirs["new"] / "junit.xml"))
-    cases = [(s.name, c) for s in xml for c in s]
+    suites = {s.name: s for s in xml}
+    gate = suites.pop("shadow.gate")
+    cases = [(s.name, c) for s in suites.values() for c in s]
     assert len(cases) == len(rep["cases"])
-    failing = {(d["fixture"], d["surface"]) for d in rep["divergences"] if codes.fails(d)}
+    # the one failure rule, recomputed from the divergences at the report's phase
+    judged = rule.judge_cases(policy.load(), rep["phase"],
+                              [(c["fixture"], c["surface"]) for c in rep["cases"]],
+                              rep["divergences"])
+    failing = {(c["fixture"], c["surface"]) for c in judged if c["outcome"] == "fail"}
+    assert failing == {(c["fixture"], c["surface"]) for c in rep["cases"]
+                       if c["outcome"] == "fail"} != set()
+    assert not any("~" in sf for _, sf in failing)  # twin cases never fail
     failed = {(c.classname, c.name) for _, c in cases
               if any(isinstance(r, Failure) for r in c.result)}
     assert failed == failing
-    assert sum(s.tests for s in xml) == len(rep["cases"])
-    assert sum(s.failures for s in xml) == len(failing)
+    assert sum(s.tests for s in suites.values()) == len(rep["cases"])
+    assert sum(s.failures for s in suites.values()) == len(failing)
     assert {(c.classname, c.name) for _, c in cases} == {
         (c["fixture"], c["surface"]) for c in rep["cases"]}
+    # the gate suite: one testcase per requirement of the phase, failing iff it fails
+    step = rep["ladder"][rep["phase"]]
+    assert gate.tests == len(step["requirements"])
+    assert gate.failures == sum(q["status"] != "pass" for q in step["requirements"])
+    assert (xml.failures == 0) == (rep["verdict"] == "GO")
 
 
 def test_evidence_binds_the_run_to_its_candidate(run_dirs: dict[str, Path]) -> None:
@@ -185,18 +203,19 @@ def test_shadow_diff(run_dirs: dict[str, Path], capsys: pytest.CaptureFixture[st
     old = json.loads(_read(run_dirs["old"], "report.json"))
     new = json.loads(_read(run_dirs["new"], "report.json"))
     d = diff_reports(old, new)
-    assert d.verdict == ("GO", "NO-GO")
+    # three fixtures cannot pass the gate at any phase (too few fixtures): both NO-GO
+    assert d.verdict == ("NO-GO", "NO-GO")
     assert {x["fixture"] for x in d.fixed} >= {"duplicate-user-messages"}
     assert {x["fixture"] for x in d.new} >= {"orphan-tool-result", "late-tool-result"}
     assert not diff_reports(new, new).new and diff_reports(new, new).unchanged == len(
         new["divergences"])
     assert main(["diff", str(run_dirs["old"]), str(run_dirs["new"])]) == 1  # new blocking
     text = capsys.readouterr().out
-    assert text.startswith("verdict: GO -> NO-GO\nnew: ")
+    assert text.startswith("verdict: NO-GO -> NO-GO\nnew: ")
     assert main(["diff", str(run_dirs["new"]), str(run_dirs["old"]), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["schema"] == "shadow-report-diff/v1"
     assert main(["diff", str(run_dirs["old"]), str(run_dirs["new"]), "--format", "md"]) == 1
-    assert "## Shadow diff: GO → NO-GO" in capsys.readouterr().out
+    assert "## Shadow diff: NO-GO → NO-GO" in capsys.readouterr().out
 
 
 def test_changed_divergences_are_paired() -> None:
@@ -211,9 +230,14 @@ def test_shadow_run_prints_verdict_counts_and_paths(
         tmp_path: Path, fixed_env: None, capsys: pytest.CaptureFixture[str]) -> None:
     fx = _corpus(tmp_path / "fx", ("pending-approval",))
     out = tmp_path / "latest"
-    assert main(["run", "--fixtures", str(fx), "--out", str(out), "--skip-determinism"]) == 0
+    # one fixture cannot pass phase 1 (too few fixtures, surfaces without a capture): the
+    # run says so, phase by phase, exactly as the gate would
+    assert main(["run", "--fixtures", str(fx), "--out", str(out), "--skip-determinism"]) == 1
     text = capsys.readouterr().out
-    assert "by severity: blocking 0, major " in text and text.endswith("verdict: GO\n")
+    assert "by severity: blocking 0, major " in text
+    assert text.endswith("verdict: NO-GO (phase 1)\n")
+    assert "phases: 0 NO-GO  1 NO-GO" in text and "to reach phase 1: " in text
+    assert "by attribution: candidate 0, baseline " in text
     for name in ("report.json", "evidence.json", "report.md", "report.html", "junit.xml"):
         assert f"report: {out / name}" in text
     assert main(["run", "--fixtures", str(fx), "--out", str(out),
