@@ -10,10 +10,17 @@ File format (JSON, strict parsing)::
 
 A waiver selects divergences by reason code (exact, or a glob such as ``noise.*``) and
 fixture / surface globs (``fnmatch``, case-sensitive).  On or after its ``expires``
-date (UTC) it stops applying and is reported as expired; a waiver that selected
-nothing is reported as unused.  A divergence that is ``blocking`` *and* of a NO-GO
-class (design 108 §16) can never be waived: the waiver is reported with the count it
-was refused.
+date (UTC) it stops applying and is reported as expired; one that expires within
+``warning_days`` (the gate policy's ``waiver_warning_days``, 30) of the run date is also
+reported as expiring; an active waiver that selected nothing is reported as unused.
+
+Never waivable (:func:`waivable`): ``fixture.invalid`` (missing evidence), every NO-GO
+class of design 108 §16 (``codes.NOGO_CODES``) and ``secret.leaked`` attributed to the
+candidate or to both.  A ``reason_code`` that matches every registered code (``*``) or
+any never-waivable class is refused when the file is loaded (an :class:`InputError`
+naming the file and the pointer); a waiver that still selects a never-waivable
+divergence (a candidate's ``secret.leaked``) leaves it in the report and is listed
+under ``refused`` with the count.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import datetime as dt
 import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,6 +41,11 @@ from shadow.policy_file import entries, iso_date
 
 SCHEMA: Final = "shadow-waivers/v1"
 _FIELDS: Final = ("id", "reason_code", "fixture", "surface", "owner", "reason", "expires")
+#: reason codes no waiver may ever select, whatever the attribution
+NEVER_WAIVABLE_CODES: Final = frozenset({"fixture.invalid", *codes.NOGO_CODES})
+#: ``secret.leaked`` is never waivable when these attributions carry it
+_SECRET_NEVER: Final = frozenset({"candidate", "both"})
+WARNING_DAYS: Final = 30  # the gate policy's default waiver_warning_days
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,12 +73,27 @@ def parse(doc: Any, src: str = "<waivers>") -> list[Waiver]:
     out: list[Waiver] = []
     for ptr, w in entries(doc, src, schema=SCHEMA, key="waivers", noun="waiver",
                           fields=_FIELDS, required=_FIELDS):
-        if not any(fnmatch.fnmatchcase(c.code, w["reason_code"]) for c in codes.codes()):
-            raise InputError(src, f"{ptr}/reason_code", "a registered reason code (or glob)",
-                             "no registered code matches")
+        _check_selector(w["reason_code"], src, f"{ptr}/reason_code")
         out.append(Waiver(w["id"], w["reason_code"], w["fixture"], w["surface"], w["owner"],
                           w["reason"], iso_date(w["expires"], src, f"{ptr}/expires")))
     return out
+
+
+def _check_selector(pattern: str, src: str, ptr: str) -> None:
+    """A reason-code selector must name registered, waivable codes only."""
+    every = [c.code for c in codes.codes()]
+    hits = [c for c in every if fnmatch.fnmatchcase(c, pattern)]
+    if not hits:
+        raise InputError(src, ptr, "a registered reason code (or glob)",
+                         "no registered code matches")
+    expected = "a reason code (or glob) that selects waivable codes only"
+    if len(hits) == len(every):
+        raise InputError(src, ptr, expected, "a glob matching every reason code")
+    never = sorted(set(hits) & NEVER_WAIVABLE_CODES)
+    if never:
+        raise InputError(src, ptr, expected,
+                         f"a selector matching the never-waivable code {never[0]!r}"
+                         + (f" (and {len(never) - 1} more)" if len(never) > 1 else ""))
 
 
 def load(path: Path | str) -> list[Waiver]:
@@ -73,7 +101,10 @@ def load(path: Path | str) -> list[Waiver]:
 
 
 def waivable(d: Divergence) -> bool:
-    return not (d.severity == "blocking" and d.reason_code in codes.NOGO_CODES)
+    """False for a divergence no waiver may cover (module docstring)."""
+    if d.reason_code in NEVER_WAIVABLE_CODES:
+        return False
+    return not (d.reason_code == "secret.leaked" and d.attribution in _SECRET_NEVER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +115,16 @@ class WaiverOutcome:
 
 
 def apply(divergences: Sequence[Divergence], waivers: Sequence[Waiver],
-          today: dt.date) -> WaiverOutcome:
-    """Split divergences into kept and waived; report applied / expired / unused."""
+          today: dt.date, warning_days: int = WARNING_DAYS) -> WaiverOutcome:
+    """Split divergences into kept and waived; report each waiver's state.
+
+    ``report`` keys: ``applied`` (covered at least one divergence; ``divergences`` and
+    ``refused`` counts), ``refused`` (selected at least one never-waivable divergence,
+    which stays kept; the same counts), ``expired`` (on or after ``expires``),
+    ``expiring`` (active, ``expires`` within ``warning_days`` of ``today``;
+    ``days_left``) and ``unused`` (active, selected nothing at all).  A waiver can be in
+    ``applied`` and ``refused`` at once, and an ``expiring`` one is also in one of the
+    others."""
     active = [w for w in waivers if today < w.expires]
     expired = [w for w in waivers if today >= w.expires]
     hits: dict[str, int] = {w.id: 0 for w in waivers}
@@ -102,12 +141,19 @@ def apply(divergences: Sequence[Divergence], waivers: Sequence[Waiver],
         else:
             hits[match.id] += 1
             waived.append(d)
-    applied = [{**w.to_wire(), "divergences": hits[w.id], "refused": refused[w.id]}
-               for w in active if hits[w.id]]
-    unused = [{**w.to_wire(), "refused": refused[w.id]} for w in active if not hits[w.id]]
+
+    def counted(w: Waiver) -> dict[str, Any]:
+        return {**w.to_wire(), "divergences": hits[w.id], "refused": refused[w.id]}
+
+    by_id = itemgetter("id")
     report = {
-        "applied": sorted(applied, key=lambda x: x["id"]),
-        "expired": sorted((w.to_wire() for w in expired), key=lambda x: x["id"]),
-        "unused": sorted(unused, key=lambda x: x["id"]),
+        "applied": sorted((counted(w) for w in active if hits[w.id]), key=by_id),
+        "refused": sorted((counted(w) for w in active if refused[w.id]), key=by_id),
+        "expired": sorted((w.to_wire() for w in expired), key=by_id),
+        "expiring": sorted(({**w.to_wire(), "days_left": (w.expires - today).days}
+                            for w in active if (w.expires - today).days <= warning_days),
+                           key=by_id),
+        "unused": sorted(({**w.to_wire(), "refused": 0} for w in active
+                          if not hits[w.id] and not refused[w.id]), key=by_id),
     }
     return WaiverOutcome(tuple(kept), tuple(waived), report)

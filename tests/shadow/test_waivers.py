@@ -12,7 +12,7 @@ import pytest
 from shadow.divergence import make
 from shadow.errors import InputError
 from shadow.run import RunOptions, execute
-from shadow.waivers import apply, load, parse
+from shadow.waivers import Waiver, apply, load, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 TODAY = dt.date(2026, 9, 1)
@@ -57,15 +57,40 @@ def test_unused_waivers_are_reported() -> None:
     assert not out.waived and [w["id"] for w in out.report["unused"]] == ["W-1"]
 
 
-def test_blocking_nogo_divergences_cannot_be_waived() -> None:
-    ws = parse(doc(waiver(id="W-2", reason_code="tool_pair.*", surface="*"),
-                   waiver(id="W-3", reason_code="secret.leaked", surface="*")))
+def test_selectors_of_never_waivable_classes_are_refused_at_load() -> None:
+    for code in ("*", "tool_pair.*", "tool_pair.split", "fixture.invalid", "fixture.*",
+                 "*.lost", "writer.dual", "[a-z]*"):
+        with pytest.raises(InputError) as err:
+            parse(doc(waiver(reason_code=code, surface="*")), "w.json")
+        assert err.value.source == "w.json" and err.value.pointer == "/waivers/0/reason_code"
+        assert "waivable" in err.value.expected
+
+
+def test_never_waivable_divergences_are_kept_and_reported_as_refused() -> None:
+    divs = [*DIVS, make("a", "cli.compress", "secret.leaked", "baseline", ["a:m0005"])]
+    bypass = Waiver("W-2", "tool_pair.split", "*", "*", "o", "r", dt.date(2027, 1, 1))
+    ws = [bypass, *parse(doc(waiver(id="W-3", reason_code="secret.leaked", surface="*")))]
+    out = apply(divs, ws, TODAY)
+    kept = {(d.reason_code, d.attribution) for d in out.kept}
+    assert ("tool_pair.split", "candidate") in kept  # a NO-GO class: never
+    assert ("secret.leaked", "candidate") in kept  # the candidate's leak: never
+    assert ("secret.leaked", "baseline") not in kept  # the legacy's own leak: waivable
+    refused = {w["id"]: w for w in out.report["refused"]}
+    assert refused["W-2"]["refused"] == 1 and refused["W-2"]["divergences"] == 0
+    assert refused["W-3"]["refused"] == 1 and refused["W-3"]["divergences"] == 1
+    assert [w["id"] for w in out.report["applied"]] == ["W-3"]
+    assert out.report["unused"] == []  # refused is not unused
+
+
+def test_expiring_waivers_are_reported_within_the_warning_days() -> None:
+    ws = parse(doc(waiver(id="W-SOON", expires="2026-09-20"),
+                   waiver(id="W-EDGE", expires="2026-10-01", fixture="zzz"),
+                   waiver(id="W-LATER", expires="2026-10-02", fixture="zzz")))
     out = apply(DIVS, ws, TODAY)
-    kept_codes = {d.reason_code for d in out.kept}
-    assert "tool_pair.split" in kept_codes  # NO-GO class + blocking: refused
-    assert "secret.leaked" not in kept_codes  # blocking but not a NO-GO class: waivable
-    unused = {w["id"]: w for w in out.report["unused"]}
-    assert unused["W-2"]["refused"] == 1
+    assert [(w["id"], w["days_left"]) for w in out.report["expiring"]] == [
+        ("W-EDGE", 30), ("W-SOON", 19)]
+    assert [w["id"] for w in apply(DIVS, ws, TODAY, warning_days=5).report["expiring"]] == []
+    assert set(out.report) == {"applied", "refused", "expired", "expiring", "unused"}
 
 
 @pytest.mark.parametrize("bad, pointer", [
@@ -87,7 +112,8 @@ def test_run_with_waivers_file(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc(
         waiver(id="W-CE", reason_code="digest.mismatch", surface="desktop.context-engineering"),
         waiver(id="W-OLD", reason_code="item.order", expires="2020-01-01"),
-        waiver(id="W-NONE", reason_code="writer.dual", surface="*"))), encoding="utf-8")
+        waiver(id="W-NONE", reason_code="noise.*", fixture="no-such-fixture"))),
+        encoding="utf-8")
     assert [w.id for w in load(path)] == ["W-CE", "W-OLD", "W-NONE"]
     res = execute(RunOptions(fixtures=str(ROOT / "fixtures"), out=str(tmp_path / "o"),
                              waivers=str(path), surfaces=("desktop.context-engineering",),
