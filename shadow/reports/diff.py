@@ -3,11 +3,17 @@
 Divergences are matched within the same (fixture, surface, reason code): equal entries
 are unchanged; the rest are paired in a stable order as *changed* (severity,
 attribution, items or detail differ), and what is left over is *new* (only in NEW) or
-*fixed* (only in OLD).  The result is a function of the two reports' contents only.
+gone from NEW.  A gone divergence that a waiver applied in NEW selects (its
+``waivers.applied`` reason-code, fixture and surface globs) and that may be waived at all
+(:func:`shadow.waivers.waivable`) is *waived*, never *fixed*: a waiver hides a
+divergence, it does not fix it.  The rest is *fixed*.  The result is a function of the
+two reports' contents only; both are checked first (:func:`validate_report`), so a wrong
+document is an ``InputError`` naming it and the pointer.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -15,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shadow import codes
+from shadow.reports.validate import validate_report
 
 Key = tuple[str, str, str]
 
@@ -60,6 +67,7 @@ class ReportDiff:
     unchanged: int
     verdict: tuple[str, str]
     totals: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    waived: tuple[Mapping[str, Any], ...] = ()  # gone from NEW because a waiver covers it
 
     @property
     def regressions(self) -> list[Mapping[str, Any]]:
@@ -73,9 +81,11 @@ class ReportDiff:
         return {"schema": "shadow-report-diff/v1",
                 "verdict": {"old": self.verdict[0], "new": self.verdict[1]},
                 "counts": {"new": len(self.new), "fixed": len(self.fixed),
-                           "changed": len(self.changed), "unchanged": self.unchanged},
+                           "waived": len(self.waived), "changed": len(self.changed),
+                           "unchanged": self.unchanged},
                 "totals": {k: {"old": a, "new": b} for k, (a, b) in self.totals.items()},
                 "new": [dict(d) for d in self.new], "fixed": [dict(d) for d in self.fixed],
+                "waived": [dict(d) for d in self.waived],
                 "changed": [c.to_wire() for c in self.changed]}
 
 
@@ -111,20 +121,62 @@ def diff_divergences(old: Sequence[Mapping[str, Any]],
     return added, fixed, changed, same
 
 
-def diff_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> ReportDiff:
-    added, fixed, changed, same = diff_divergences(old.get("divergences", []),
-                                                   new.get("divergences", []))
+def _waivable(d: Mapping[str, Any]) -> bool:
+    from shadow.waivers import NEVER_WAIVABLE_CODES
+
+    if d["reason_code"] in NEVER_WAIVABLE_CODES:
+        return False
+    return not (d["reason_code"] == "secret.leaked"
+                and d.get("attribution") in ("candidate", "both"))
+
+
+def covering_waiver(d: Mapping[str, Any], applied: Sequence[Mapping[str, Any]]
+                    ) -> Mapping[str, Any] | None:
+    """The first applied waiver (``report.json`` ``waivers.applied``, which covered at least
+    one divergence) whose globs select ``d``, when ``d`` may be waived at all."""
+    if not _waivable(d):
+        return None
+    for w in applied:
+        if w.get("divergences", 1) and all(
+                fnmatch.fnmatchcase(str(d[k]), str(w[k]))
+                for k in ("reason_code", "fixture", "surface")):
+            return w
+    return None
+
+
+def split_waived(gone: Sequence[Mapping[str, Any]], new_report: Mapping[str, Any]
+                 ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """(fixed, waived) of the divergences gone from ``new_report``."""
+    applied = list((new_report.get("waivers") or {}).get("applied") or ())
+    fixed: list[Mapping[str, Any]] = []
+    waived: list[Mapping[str, Any]] = []
+    for d in gone:
+        w = covering_waiver(d, applied)
+        (fixed if w is None else waived).append(d if w is None else {**d, "waiver": w["id"]})
+    return fixed, waived
+
+
+def diff_reports(old: Mapping[str, Any], new: Mapping[str, Any], *,
+                 sources: tuple[str, str] = ("OLD", "NEW")) -> ReportDiff:
+    """The diff of two reports; ``sources`` name them in errors (file paths, or the
+    arguments)."""
+    validate_report(old, sources[0], required=("divergences",))
+    validate_report(new, sources[1], required=("divergences",))
+    added, gone, changed, same = diff_divergences(old.get("divergences", []),
+                                                  new.get("divergences", []))
+    fixed, waived = split_waived(gone, new)
     ot, nt = old.get("totals", {}), new.get("totals", {})
     totals = {k: (int(ot.get(k, 0)), int(nt.get(k, 0))) for k in sorted(set(ot) | set(nt))}
     return ReportDiff(tuple(added), tuple(fixed), tuple(changed), same,
-                      (str(old.get("verdict", "?")), str(new.get("verdict", "?"))), totals)
+                      (str(old.get("verdict", "?")), str(new.get("verdict", "?"))), totals,
+                      tuple(waived))
 
 
 def render_text(d: ReportDiff, limit: int = 200) -> str:
     """Plain text for the terminal: counts first, then each list (capped)."""
     lines = [f"verdict: {d.verdict[0]} -> {d.verdict[1]}",
-             f"new: {len(d.new)}, fixed: {len(d.fixed)}, changed: {len(d.changed)}, "
-             f"unchanged: {d.unchanged}"]
+             f"new: {len(d.new)}, fixed: {len(d.fixed)}, waived: {len(d.waived)}, "
+             f"changed: {len(d.changed)}, unchanged: {d.unchanged}"]
     for k, (a, b) in d.totals.items():
         if a != b:
             lines.append(f"totals.{k}: {a} -> {b} ({b - a:+d})")
@@ -133,7 +185,8 @@ def render_text(d: ReportDiff, limit: int = 200) -> str:
         return (f"{x['severity']:8s} {x['fixture']} / {x['surface']}: {x['reason_code']} "
                 f"[{x['attribution']}, {len(x.get('item_ids', []))} items]")
 
-    for title, items in (("new", d.new), ("fixed", d.fixed)):
+    for title, items in (("new", d.new), ("fixed", d.fixed),
+                         ("waived (gone from NEW because a waiver covers it)", d.waived)):
         if items:
             lines.append(f"-- {title} --")
             lines += [f"  {row(x)}" for x in items[:limit]]
