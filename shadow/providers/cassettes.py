@@ -252,6 +252,8 @@ def _check_interaction(it: Any, path: Path, ptr: str) -> None:
 
 
 def _parse_yaml(data: bytes, path: Path) -> Any:
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise InputError(path, "", "UTF-8 YAML without a byte-order mark", got="a UTF-8 BOM")
     text = decode_text(data, path)
     if not text.strip():
         raise InputError(path, "", "a vcrpy cassette (a YAML mapping)", got="an empty file")
