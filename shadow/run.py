@@ -10,7 +10,7 @@
      "divergences": [{"fixture", "surface", "reason_code", "severity", "attribution",
                       "item_ids", "detail"}],
      "legacy_defects": [...same shape...],
-     "waivers": {"applied": [...], "expired": [...], "unused": [...]},
+     "waivers": {"applied", "refused", "expired", "expiring", "unused": [...]},
      "intended": {"applied": [...], "unused": [...], "overdue": [...]},
      "attribution": {"by_attribution": {attribution: n}, "none_reasons": {reason: n}},
      "generated_at": ISO-8601 UTC}
@@ -225,7 +225,8 @@ def _judge(opts: RunOptions, corpus: Any, candidate: Any, results: Sequence[Any]
     divs, defects, comparisons, projections = reduce_results(results)
     divs = apply_intended(divs, rules)
     divs = sorted([*divs, *_quarantine(corpus.quarantined)], key=lambda d: d.sort_key)
-    outcome = waiver_mod.apply(divs, waiver_list, now.date())
+    outcome = waiver_mod.apply(divs, waiver_list, now.date(),
+                               warning_days=policy.waiver_warning_days)
     kept = list(outcome.kept)
     blocking = [d for d in kept if d.severity == "blocking"]
     wires = with_ids([d.to_wire() for d in kept])

@@ -27,7 +27,7 @@ from markupsafe import Markup
 from shadow import codes
 from shadow.boundary import load_path
 from shadow.errors import InputError
-from shadow.reports import svg, tables
+from shadow.reports import clusters, svg, tables
 
 REPORT_SCHEMA: Final = "shadow-report/v1"
 FORMATS: Final = ("md", "html", "junit")
@@ -111,6 +111,7 @@ def context(report: Mapping[str, Any], *, evidence: Mapping[str, Any] | None = N
         "surfaces": tables.surface_summary(cases, df), "matrix": mat,
         "chart": Markup(svg.stacked_bars(mat)),  # built from escaped parts
         "legacy_defects": tables._records(defects),
+        "clusters": clusters.clusters(divs),  # by signature, largest first
         "waivers": tables.waiver_tables(report, warn_days),
         "attribution": tables.attribution_table(report),
         "trend": tables.trend(previous, report),

@@ -51,7 +51,9 @@ def test_cassette_replay_equals_capture_replay(tmp_path: Path, no_network: list[
     embedded = _run(tmp_path, fixtures, None)
     assert with_cassettes["divergences"] == embedded["divergences"]
     assert with_cassettes["legacy_defects"] == embedded["legacy_defects"]
-    assert with_cassettes["verdict"] == "GO"
+    # three fixtures are too few for the gate (NO-GO either way), but nothing blocks
+    assert with_cassettes["verdict"] == embedded["verdict"]
+    assert with_cassettes["totals"]["blocking"] == 0
     assert no_network == []
 
 

@@ -1,0 +1,98 @@
+"""Clusters: the report's unwaived divergences grouped by what they have in common.
+
+A divergence's **signature** is ``(reason_code, surface, attribution, shape, values)``:
+
+* ``shape`` — the sorted top-level keys of its ``detail`` (which facts the engine stated);
+* ``values`` — the values of a small set of categorical detail keys when present
+  (:data:`CATEGORICAL`: the claim verdict, the drop reasons, the field, the memory
+  operation, …).  Those are closed vocabularies the engine writes; a value that does not
+  look like one (free text, a secret) is shown as ``<text>`` and never printed.
+
+No free text and no id (item ids, rule ids, counts) is ever part of a signature, so one
+cluster is one *kind* of difference, wherever it occurs.  Every cluster has a count, the
+number of fixtures it spans, its worst severity and an exemplar (the first divergence of
+the cluster in report order), linked by its stable id (``#d-…``).  The counts of all
+clusters sum to the number of unwaived divergences.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from shadow import codes
+
+#: categorical detail keys whose value is part of a signature (all engine vocabularies)
+CATEGORICAL: Final = ("problem", "claim", "why", "field", "kind", "op", "truth",
+                      "baseline_reason", "candidate_reason", "baseline_claim",
+                      "candidate_claim", "baseline_error", "candidate_error")
+_VALUE: Final = re.compile(r"[A-Za-z0-9_.:+/ -]{1,60}")
+TEXT: Final = "<text>"
+
+
+def _has_secret(text: str) -> bool:
+    from shadow.canonical import has_secret
+
+    return has_secret(text)
+
+
+def category_value(value: Any) -> str:
+    """A categorical detail value as shown: JSON scalars as themselves, anything else
+    (free text, a nested value, secret material) as ``<text>``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str) and _VALUE.fullmatch(value) and not _has_secret(value):
+        return value
+    return TEXT
+
+
+def categorical(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(key, shown value)`` for each categorical key present in ``detail``."""
+    return [(k, category_value(detail[k])) for k in CATEGORICAL if k in detail]
+
+
+def signature(d: Mapping[str, Any]) -> tuple[Any, ...]:
+    detail = d.get("detail") or {}
+    shape = tuple(sorted(str(k) for k in detail)) if isinstance(detail, Mapping) else ()
+    values = tuple(categorical(detail)) if isinstance(detail, Mapping) else ()
+    return (str(d.get("reason_code")), str(d.get("surface")),
+            str(d.get("attribution", "none")), shape, values)
+
+
+def _key(sig: tuple[Any, ...]) -> str:
+    text = repr(sig).encode("utf-8", "surrogatepass")
+    return "cl-" + hashlib.sha256(b"shadow.cluster/v1\0" + text).hexdigest()[:10]
+
+
+def clusters(divergences: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every cluster of ``divergences`` (the report's unwaived ones), largest first; ties
+    by worst severity, reason-code order, surface and signature."""
+    order = {c.code: i for i, c in enumerate(codes.codes())}
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for d in divergences:
+        groups.setdefault(signature(d), []).append(d)
+    out = []
+    for sig, members in groups.items():
+        code, surface, attribution, shape, values = sig
+        severity = min((str(m.get("severity", "info")) for m in members),
+                       key=codes.severity_rank)
+        out.append({
+            "key": _key(sig), "reason_code": code, "surface": surface,
+            "attribution": attribution, "severity": severity,
+            "shape": list(shape), "values": [{"key": k, "value": v} for k, v in values],
+            "label": ", ".join(f"{k}={v}" for k, v in values),
+            "count": len(members), "fixtures": len({str(m.get("fixture")) for m in members}),
+            "exemplar": str(members[0].get("id", "")),
+            "ids": [str(m.get("id", "")) for m in members],
+        })
+    out.sort(key=lambda c: (-c["count"], codes.severity_rank(c["severity"]),
+                            order.get(c["reason_code"], 10**6), c["surface"],
+                            c["attribution"], c["shape"], c["label"]))
+    return out
+
+
+__all__ = ["CATEGORICAL", "categorical", "category_value", "clusters", "signature"]
