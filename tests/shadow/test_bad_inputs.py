@@ -114,6 +114,10 @@ def _no_hang() -> Iterator[None]:
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    return make_env(tmp_path, monkeypatch)
+
+
+def make_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     fx = tmp_path / "fx"
     shutil.copytree(FIXTURES / BASE, fx / BASE)
     monkeypatch.chdir(tmp_path)  # hermetic: no ./recordings, nothing written elsewhere
@@ -153,8 +157,8 @@ def check(env: Env, argv: list[str], expect: Expect,
     assert (expect.source, expect.pointer) in _quarantine_entries(report), (
         expect, _quarantine_entries(report))
     assert report["totals"]["quarantined"] >= 1
-    if "quarantined:" in out:  # the run names each quarantined file on stdout too
-        assert f"quarantined: {expect.source} at {expect.pointer or '/'}" in out, out
+    # the run names each quarantined file on stdout too
+    assert f"quarantined: {expect.source} at {expect.pointer or '/'}" in out, out
     return err
 
 
