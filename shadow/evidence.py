@@ -10,15 +10,21 @@ macOS must all pass.  Every ``shadow run`` therefore writes, beside ``report.jso
                   "surfaces"},
      "identity_digest": "sha256:…",          # what "the same candidate" means
      "environment": {"platform": "linux|windows|macos", "python", "implementation",
-                     "machine", "dirty"},      # not part of the identity
+                     "machine", "dirty", "sys_platform", "os_release", "path_sep",
+                     "python_build", "python_compiler"},   # not part of the identity
      "run": {"verdict", "phase", "generated_at", "totals", "by_severity", "by_code",
              "blocking_reasons", "results_digest"},
      "cases": [{"fixture", "surface", "worst", "by_severity", "by_code", "nogo"}],
      "surfaces": {surface: {"cases", "worst": {severity | "clean": count}}},
-     "waivers": {"applied", "expired", "unused"},
+     "waivers": {"applied", "refused", "expired", "expiring", "unused"},
      "checks": {"inventory.valid" | "schemas.frozen" | "replay.deterministic": {"status", …}},
      "inventory": {...summary...} | null,
-     "attachments": [{"file", "digest", "testcases": [{"id", "outcome"}]}]}
+     "attachments": [{"file", "digest", "testcases": [{"id", "outcome"}]}],
+     "evidence_digest": "sha256:…"}          # over everything above (``seal``)
+
+The gate recomputes both digests, checks the ``report.json`` beside the file against
+``run.results_digest`` and ``cases``, and cross-checks the platform label with the
+environment (:mod:`shadow.gates.merge`).
 
 Nothing here can fail the run: a missing ``git`` gives commit ``"unknown"``, a check that
 crashes is recorded as ``fail`` with the exception's type name.  ``shadow gate``
