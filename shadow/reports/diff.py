@@ -182,8 +182,9 @@ def render_text(d: ReportDiff, limit: int = 200) -> str:
             lines.append(f"totals.{k}: {a} -> {b} ({b - a:+d})")
 
     def row(x: Mapping[str, Any]) -> str:
-        return (f"{x['severity']:8s} {x['fixture']} / {x['surface']}: {x['reason_code']} "
-                f"[{x['attribution']}, {len(x.get('item_ids', []))} items]")
+        ident = f"{x['id']} " if x.get("id") else ""
+        return (f"{ident}{x['severity']:8s} {x['fixture']} / {x['surface']}: "
+                f"{x['reason_code']} [{x['attribution']}, {len(x.get('item_ids', []))} items]")
 
     for title, items in (("new", d.new), ("fixed", d.fixed),
                          ("waived (gone from NEW because a waiver covers it)", d.waived)):
