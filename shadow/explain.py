@@ -513,6 +513,8 @@ def render_text(views: Sequence[CaseView], *, color: bool = False) -> str:
         used = sorted({r.mark for r in v.rows if r.mark}, key=list(MARKS).index)
         if used:
             out.append("marks: " + "; ".join(f"{m} {MARKS[m]}" for m in used))
+        if any(r.refs for r in v.rows):
+            out.append("divergences column: the numbers of the lists below")
         out.append(f"divergences ({len(v.divergences)}):" if v.divergences
                    else "divergences: none in the report")
         out += [_div_line(n, d, v.focus) for n, d in enumerate(v.divergences, 1)]

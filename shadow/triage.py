@@ -204,6 +204,8 @@ def _waiver_refusal(d: Mapping[str, Any]) -> str | None:
                "missing)"
     if code in codes.NOGO_CODES:
         return f"{code} is a NO-GO class (design 108 §16): never waivable"
+    if code in codes.ALWAYS_BLOCKING:
+        return f"{code} is missing evidence (the candidate produced nothing): never waivable"
     return f"{code} attributed to {d.get('attribution')} is never waivable"
 
 

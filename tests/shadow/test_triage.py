@@ -280,6 +280,9 @@ def test_waive_refusals_are_exit_2_and_write_nothing(
     assert defect["id"] in waive(defect["id"])
     assert leak["id"] in waive(ok["id"], leak["id"])  # one refused id: nothing written
     assert "NO-GO" in waive(nogo["id"])
+    nothing = next(d for d in report["divergences"]
+                   if d["reason_code"] == "candidate.unavailable")
+    assert "never waivable" in waive(nothing["id"])
     assert "fixture.invalid" in waive("d-ffffffffffff", rep=doctored)
     assert "--expires" in waive(ok["id"], expires=PAST)
     assert "--expires" in waive(ok["id"], expires="2099-1-1")
