@@ -67,7 +67,8 @@ def shown(value: Any) -> str:
 def named(arg: str) -> str:
     """A command-line argument echoed in an error (its length only when it is not a
     plain name)."""
-    return repr(arg) if _CODE.fullmatch(arg or "-") else f"an argument of {len(arg)} chars"
+    text = shown(arg)
+    return repr(arg) if text == arg else f"an argument of {len(arg)} chars"
 
 
 @dataclass(frozen=True, slots=True)

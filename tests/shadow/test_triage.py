@@ -159,6 +159,8 @@ def test_explain_unknown_id_fixture_or_surface_is_exit_2_naming_it(
         assert main(_explain(base, *args)) == 2
         err = capsys.readouterr().err
         assert name in err and "Traceback" not in err
+    assert main(_explain(base, CANARY_KEY)) == 2  # a secret-looking argument: not echoed
+    assert "CANARYk3y" not in capsys.readouterr().err
     assert main(["explain", d["id"], "--report", str(base / "missing")]) == 2
     assert "missing" in capsys.readouterr().err
 
