@@ -26,7 +26,6 @@ from markupsafe import Markup
 
 from shadow import codes
 from shadow.boundary import load_path
-from shadow.errors import InputError
 from shadow.reports import clusters, svg, tables
 
 REPORT_SCHEMA: Final = "shadow-report/v1"
@@ -54,13 +53,10 @@ def md_cell(value: Any) -> str:
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
-    doc = load_path(Path(path))
-    if not isinstance(doc, dict) or doc.get("schema") != REPORT_SCHEMA:
-        raise InputError(path, "/schema", repr(REPORT_SCHEMA), "another document")
-    for key in ("verdict", "totals", "divergences", "candidate"):
-        if key not in doc:
-            raise InputError(path, f"/{key}", f"a required field {key!r}", "nothing")
-    return doc
+    """A ``report.json``, validated (file and JSON pointer on any structural problem)."""
+    from shadow.reports.validate import validate_report
+
+    return validate_report(load_path(Path(path)), str(path))
 
 
 def context(report: Mapping[str, Any], *, evidence: Mapping[str, Any] | None = None,

@@ -174,7 +174,7 @@ def waiver_tables(report: Mapping[str, Any], warn_days: int = 30) -> dict[str, A
                         "expiring": left is not None and left <= warn_days})
     return {"applied": applied, "expiring": [a for a in applied if a["expiring"]],
             "expired": list(w.get("expired", [])), "unused": list(w.get("unused", [])),
-            "warn_days": warn_days}
+            "refused": list(w.get("refused", [])), "warn_days": warn_days}
 
 
 def trend(previous: Mapping[str, Any] | None, report: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -206,6 +206,7 @@ def trend(previous: Mapping[str, Any] | None, report: Mapping[str, Any]) -> dict
             "previous_generated_at": previous.get("generated_at", "?"),
             "severity": sev_rows, "totals": tot_rows,
             "new": [rec(x) for x in d.new], "fixed": [rec(x) for x in d.fixed],
+            "waived": [rec(x, f"waived by {x.get('waiver', '?')}") for x in d.waived],
             "changed": [rec(c.new, f"was {c.old['severity']}; {', '.join(c.what)}")
                         for c in d.changed],
             "unchanged": d.unchanged}
