@@ -19,6 +19,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from shadow import evidence, reports
 from shadow.cli import main
+from shadow.errors import InputError
 from shadow.progress import TerminalProgress
 from shadow.reports.diff import diff_reports
 from shadow.run import RunOptions, execute
@@ -275,5 +276,5 @@ def test_progress_bar_draws_on_a_terminal_and_stays_quiet_otherwise() -> None:
 def test_a_report_of_another_schema_is_an_input_error(tmp_path: Path) -> None:
     p = tmp_path / "r.json"
     p.write_text('{"schema": "x"}', encoding="utf-8")
-    with pytest.raises(reports.InputError):
+    with pytest.raises(InputError):
         reports.load_report(p)
