@@ -13,6 +13,7 @@ type names, lengths and digests.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class ShadowError(Exception):
@@ -64,3 +65,21 @@ class UsageError(ShadowError):
 
 class SideEffectError(ShadowError):
     code = "shadow.side_effect"
+
+
+def describe(value: Any) -> str:
+    """A JSON value by type and size only: what an error may say about an input (never its
+    text, which may be a message body or a secret)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    if isinstance(value, list):
+        return f"an array of {len(value)} items"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

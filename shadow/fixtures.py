@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from shadow.boundary import join_pointer, loads, read_regular, regular_file_problem
-from shadow.errors import FixtureError, InputError
+from shadow.errors import FixtureError, InputError, describe
 
 INPUT_FORMAT = "legacy-capture-input/v1"
 CAPTURE_FORMAT = "legacy-capture/v1"
@@ -91,20 +91,7 @@ def _fail(src: str, ptr: str, expected: str, value: Any) -> None:
     raise FixtureError(src, ptr, expected, _describe(value))
 
 
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return f"a string of {len(value)} characters"
-    if isinstance(value, list):
-        return f"an array of {len(value)} items"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+_describe = describe
 
 
 def _obj(value: Any, src: str, ptr: str) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from shadow import codes
 from shadow.boundary import join_pointer
-from shadow.errors import InputError
+from shadow.errors import InputError, describe
 
 REPORT_SCHEMA: Final = "shadow-report/v1"
 VERDICTS: Final = ("GO", "NO-GO")
@@ -36,20 +36,7 @@ WAIVER_STATES: Final = ("applied", "refused", "expired", "expiring", "unused")
 REQUIRED: Final = ("schema", "verdict", "totals", "candidate", "divergences")
 
 
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return f"a string of {len(value)} characters"
-    if isinstance(value, list):
-        return f"an array of {len(value)} items"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+_describe = describe
 
 
 class _Check:
