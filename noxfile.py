@@ -44,7 +44,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     session.install("-e", ".[typecheck]")
-    session.run("mypy", "--strict", "kernel")
+    session.run("mypy", "--strict", "kernel", "shadow")
 
 
 @nox.session

@@ -20,7 +20,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,18 @@ MAX_DEPTH = 256
 _WORD = re.compile(r"^[A-Za-z0-9_.:@/-]{1,64}$")  # a key shown in an error; others by length
 MAX_STRING = 16 * 1024 * 1024
 _MAX_INT_DIGITS = 400  # longer than any integer a finite double can hold (~1.8e308)
+
+
+def mapping_at(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``obj[key]`` when it is an object, else an empty one (a capture's optional section)."""
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def list_at(obj: Mapping[str, Any], key: str) -> list[Any]:
+    """``obj[key]`` when it is an array, else an empty one."""
+    value = obj.get(key)
+    return value if isinstance(value, list) else []
 
 
 def pointer_escape(token: str | int) -> str:

@@ -27,7 +27,7 @@ from kernel.errors import KernelError
 from kernel.profiles import auto_compact_tokens, resolve_profile
 from kernel.tokens import cjk_estimate
 from shadow import memory_candidate
-from shadow.boundary import load_path
+from shadow.boundary import load_path, mapping_at
 from shadow.canonical import Canon, CanonItem, scope_id_of
 from shadow.divergence.provenance import text_sketches
 from shadow.errors import InputError, SideEffectError
@@ -59,7 +59,8 @@ PROVIDER_ENTRIES: Final = {
 
 
 class Candidate(Protocol):
-    identity: Mapping[str, Any]
+    @property
+    def identity(self) -> Mapping[str, Any]: ...
 
     def project(self, canon: Canon, capture: Capture,
                 siblings: Mapping[str, Capture]) -> Projection: ...
@@ -311,8 +312,7 @@ class KernelCandidate:
 def surface_policy(canon: Canon, capture: Capture) -> _Policy:
     """The candidate policy of a message surface (docs/surfaces.md, "Candidate policy")."""
     name = base_name(capture.name)
-    ctor = capture.options.get("constructor") if isinstance(
-        capture.options.get("constructor"), Mapping) else {}
+    ctor = mapping_at(capture.options, "constructor")
     model = canon.doc.get("model") or {}
     provider = str(ctor.get("provider") or capture.options.get("provider")
                    or model.get("provider") or "unknown")

@@ -208,10 +208,10 @@ def canonical_session(scenario: str, doc: Mapping[str, Any]) -> CanonicalSession
     for seq, m in enumerate(messages):
         if m.get("role") != "tool":
             continue
-        lid = m.get("tool_call_id")
-        if isinstance(lid, str) and lid in calls and lid not in answered:
-            content = m.get("content") or ""
-            answered[lid] = (seq, _tool_outcome(content), _sens(content))
+        result_of = m.get("tool_call_id")
+        if isinstance(result_of, str) and result_of in calls and result_of not in answered:
+            text_of = m.get("content") or ""
+            answered[result_of] = (seq, _tool_outcome(text_of), _sens(text_of))
     last_user = max((s for s, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     first_user = min((s for s, m in enumerate(messages) if m.get("role") == "user"),
                      default=len(messages))
@@ -220,7 +220,8 @@ def canonical_session(scenario: str, doc: Mapping[str, Any]) -> CanonicalSession
     per_msg: dict[int, tuple[str, ...]] = {}
     for seq, m in enumerate(messages):
         role = str(m.get("role"))
-        content = m.get("content") if isinstance(m.get("content"), str) else ""
+        raw_content = m.get("content")
+        content: str = raw_content if isinstance(raw_content, str) else ""
         mid = f"{base}:m{seq:04d}"
         pinned = m.get("pinned") is True
         made: list[CanonItem] = []
@@ -239,9 +240,9 @@ def canonical_session(scenario: str, doc: Mapping[str, Any]) -> CanonicalSession
                 made.append(_item(mid, kind, seq, role, content, trust, pinned, {},
                                   source="host-policy"))
         elif role == "user":
-            binding = {"requiredForRecovery": True} if seq == last_user else {}
+            recovery: dict[str, Any] = {"requiredForRecovery": True} if seq == last_user else {}
             made.append(_item(mid, "message", seq, role, content,
-                              source_trust("user", "user_input").value, pinned, binding,
+                              source_trust("user", "user_input").value, pinned, recovery,
                               source="user-input"))
         elif role == "assistant":
             trust = source_trust("assistant", "model_output").value
@@ -266,21 +267,21 @@ def canonical_session(scenario: str, doc: Mapping[str, Any]) -> CanonicalSession
                                   tool_name=str((call.get("function") or {}).get("name") or ""),
                                   sensitivity=sens))
         elif role == "tool":
-            lid = m.get("tool_call_id")
-            paired = isinstance(lid, str) and answered.get(lid, (None,))[0] == seq
-            if paired:
-                cid, name, _cseq = calls[lid]  # type: ignore[index]
+            raw_lid = m.get("tool_call_id")
+            tool_lid = raw_lid if isinstance(raw_lid, str) else None
+            if tool_lid is not None and answered.get(tool_lid, (None,))[0] == seq:
+                cid, name, _cseq = calls[tool_lid]
                 kind_src = tool_source_kind(name).value
-                outcome = answered[lid][1]  # type: ignore[index]
-                call_sens = "secret" if has_secret(_call_content(_find_call(messages, lid))) \
+                outcome = answered[tool_lid][1]
+                call_sens = "secret" if has_secret(
+                    _call_content(_find_call(messages, tool_lid))) else "internal"
+                sens = "secret" if answered[tool_lid][2] == "secret" or call_sens == "secret" \
                     else "internal"
-                sens = "secret" if answered[lid][2] == "secret" or call_sens == "secret" \
-                    else "internal"  # type: ignore[index]
                 made.append(_item(mid, "tool-evidence", seq, role, content,
                                   source_trust("tool", kind_src).value, pinned,
                                   {"toolCallId": cid, "toolRole": "result",
                                    "toolOutcome": outcome},
-                                  source=kind_src.replace("_", "-"), legacy_tool_id=lid,
+                                  source=kind_src.replace("_", "-"), legacy_tool_id=tool_lid,
                                   tool_name=name, sensitivity=sens))
             else:
                 name = str(m.get("name") or "")
@@ -288,7 +289,7 @@ def canonical_session(scenario: str, doc: Mapping[str, Any]) -> CanonicalSession
                 made.append(_item(mid, "tool-evidence", seq, role, content,
                                   source_trust("tool", kind_src).value, pinned, {},
                                   source=kind_src.replace("_", "-"),
-                                  legacy_tool_id=lid if isinstance(lid, str) else None,
+                                  legacy_tool_id=tool_lid,
                                   tool_name=name or None, detail={"orphan": True}))
         else:  # unknown role: untrusted data
             made.append(_item(mid, "message", seq, role, content, "untrusted", pinned, {},

@@ -227,7 +227,9 @@ def _memory_rows(fixture: str, sides: Sequence[Projection | None], focus: set[st
         if m is not None:
             recs.update(dict.fromkeys(r.id for r in m.records))
     for rid in recs:
-        cells, sigs, scope = [], [], "-"
+        cells: list[str] = []
+        sigs: list[tuple[Any, ...] | None] = []
+        scope = "-"
         for m in mems:
             r = next((r for r in m.records if r.id == rid), None) if m is not None else None
             if r is None:
@@ -244,7 +246,10 @@ def _memory_rows(fixture: str, sides: Sequence[Projection | None], focus: set[st
                         _mark([rid], focus, other, sigs[0] != sigs[1]), _refs([rid], divs)))
     indexes = sorted({o.index for m in mems if m is not None for o in m.ops})
     for ix in indexes:
-        cells, sigs, name, touched = [], [], "-", []
+        cells = []
+        sigs = []
+        name = "-"
+        touched: list[str] = []
         for m in mems:
             o = next((o for o in m.ops if o.index == ix), None) if m is not None else None
             if o is None:

@@ -84,7 +84,7 @@ class Corpus:
 
 # --- tiny declarative checks ------------------------------------------------------------
 
-Check = Callable[[Any, str, str], None]
+Check = Callable[[Any, str, str], object]  # a check raises; what it returns is unused
 
 
 def _fail(src: str, ptr: str, expected: str, value: Any) -> None:
@@ -537,7 +537,7 @@ def compaction_source(capture: Capture, siblings: Mapping[str, Capture]) -> Capt
     (``input_binding.compaction_source``), or None for any other capture."""
     if capture.name.removesuffix(".raw-wire") != "cli.jsonl-session":
         return None
-    binding = capture.raw.get("input_binding") if isinstance(
-        capture.raw.get("input_binding"), Mapping) else {}
+    raw_binding = capture.raw.get("input_binding")
+    binding: Mapping[str, Any] = raw_binding if isinstance(raw_binding, Mapping) else {}
     source = str(binding.get("compaction_source") or "cli.compress.json").split(".json")[0]
     return siblings.get(source) or siblings.get("cli.compress")

@@ -45,14 +45,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from kernel.adapters.memory_store_memory import InMemoryMemoryPort
 from kernel.adapters.sqlite_memory import SqliteMemoryPort
 from kernel.memory_conflicts import parse_conflict
 from kernel.memory_kernel import AuthorityRegistry, MemoryKernel
 from kernel.memory_ports import CommitResult, MemoryCommit, MemoryPort, PurgePort, json_copy
-from kernel.ports import ContentRef
+from kernel.ports import ContentPort, ContentRef
 from kernel.recall import (
     RecallProfile,
     RecordIndex,
@@ -530,7 +530,10 @@ def _call(method: str, params: Any) -> dict[str, Any]:
             memory_port=port,
             clock=clock,
             new_id=ids,
-            content_port=content,
+            # the peer's content port speaks the peer's wire (dict receipts), which the
+            # kernel only forwards into its own receipts: structurally, not nominally, a
+            # ContentPort — said here instead of silenced
+            content_port=cast("ContentPort | None", content),
             purge_ports=purge_ports(specs, log),
             authority_registry=registry,
             writer=writer,

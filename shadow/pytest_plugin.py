@@ -180,7 +180,7 @@ class ShadowSession:
         by_case: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
         for d in report["divergences"]:
             by_case.setdefault((d["fixture"], d["surface"]), []).append(d)
-        nodes: dict[str, tuple[pytest.Collector, list[pytest.Item]]] = {}
+        nodes: dict[str, tuple[pytest.Collector, list[pytest.Item | pytest.Collector]]] = {}
         for case in report.get("cases", []):
             fx, sf = case["fixture"], case["surface"]
             if fx not in nodes:
@@ -198,7 +198,7 @@ class ShadowSession:
             # report the collection like any collector does ("collected N items")
             session.ihook.pytest_collectreport(report=pytest.CollectReport(
                 node.nodeid, "passed", None, children))
-            items.extend(children)
+            items.extend(c for c in children if isinstance(c, pytest.Item))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.result is None:

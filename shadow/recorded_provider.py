@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kernel.compaction_summary import validate_handoff
+from shadow.boundary import mapping_at
 from shadow.errors import SideEffectError
 
 #: error codes of a request that never left for the provider (nothing to settle)
@@ -119,8 +120,8 @@ def _answer(r: Mapping[str, Any]) -> RecordedAnswer:
                               not_sent=code_s in NOT_SENT_CODES,
                               outcome_unknown=code_s in UNKNOWN_OUTCOME_CODES
                               or status in (502, 504))
-    resp = r.get("response") if isinstance(r.get("response"), Mapping) else {}
-    msg = resp.get("message") if isinstance(resp.get("message"), Mapping) else {}
+    resp = mapping_at(r, "response")
+    msg = mapping_at(resp, "message")
     content = msg.get("content") if isinstance(msg.get("content"), str) else resp.get("text")
     usage = resp.get("usage") if isinstance(resp.get("usage"), Mapping) else None
     return RecordedAnswer("ok", content if isinstance(content, str) else None, usage)

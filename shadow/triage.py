@@ -348,7 +348,7 @@ def intend(ids: Sequence[str], *, owner: str, design: str, rationale: str, revie
         added.append(rule)
         parsed = intended_mod.parse({"schema": intended_mod.SCHEMA, "rules": [rule]},
                                     "<new>")
-        covers[rule["id"]] = tuple(
+        covers[str(rule["id"])] = tuple(
             str(x["id"]) for x in rep.get("divergences", [])
             if x.get("attribution", "none") == "none" and intended_mod.match(
                 parsed, str(x["reason_code"]), str(x["fixture"]), str(x["surface"]),

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from shadow.boundary import mapping_at
 from shadow.divergence import Divergence, Violation, make
 from shadow.divergence.attribution import Judge, op_indexes
 from shadow.divergence.claims import UNVERIFIABLE, ClaimReport, longest_increasing
@@ -279,8 +280,8 @@ def _pair(x: PItem, y: PItem, out: _Out) -> None:
 
 
 def _field_diff(dx: Mapping[str, Any], dy: Mapping[str, Any]) -> dict[str, Any]:
-    fx = dx.get("fields") if isinstance(dx.get("fields"), Mapping) else {}
-    fy = dy.get("fields") if isinstance(dy.get("fields"), Mapping) else {}
+    fx = mapping_at(dx, "fields")
+    fy = mapping_at(dy, "fields")
     return {"format_candidate": dx.get("format"), "format_baseline": dy.get("format"),
             "fields_differ": sorted(k for k in set(fx) | set(fy) if fx.get(k) != fy.get(k))}
 

@@ -36,6 +36,7 @@ over identities the surface was actually offered, ``p.input_ids``):
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
@@ -147,8 +148,8 @@ def _items(p: Projection, cis: Mapping[str, CanonItem],
     kept = {it.id: it for it in p.items if it.origin == "input"}
     pos = {it.id: n for n, it in enumerate(p.items)}
     dropped = {d.id: d for d in p.dropped}
-    ids_seen: set[str] = set()
-    dups = sorted({it.id for it in p.items if it.id in ids_seen or ids_seen.add(it.id)})
+    counts = Counter(it.id for it in p.items)
+    dups = sorted(i for i, n in counts.items() if n > 1)
     if dups:
         out.append(Violation("unclassified", tuple(dups), {"duplicate_identity": len(dups)}))
     # tool groups
@@ -156,7 +157,8 @@ def _items(p: Projection, cis: Mapping[str, CanonItem],
     for ci in cis.values():
         if ci.tool_call_id and ci.item_id in offered:
             groups.setdefault(ci.tool_call_id, []).append(ci)
-    split, mismatch = [], []
+    split: list[str] = []
+    mismatch: list[str] = []
     for tcid, members in sorted(groups.items()):
         roles = {m.tool_role for m in members}
         present = [m for m in members if m.item_id in kept]
@@ -180,23 +182,29 @@ def _items(p: Projection, cis: Mapping[str, CanonItem],
         out.append(Violation("tool_pair.mismatch", tuple(sorted(set(mismatch))),
                              {"count": len(set(mismatch))}))
     # pending, protected, pinned
-    lost, changed, prot, altered = [], [], [], []
+    lost: list[str] = []
+    changed: list[str] = []
+    prot: list[str] = []
+    altered: list[str] = []
     for iid in sorted(offered):
-        ci = cis.get(iid)
-        if ci is None:
+        found = cis.get(iid)
+        if found is None:
             continue
-        it = kept.get(iid)
+        ci = found
+        kept_it = kept.get(iid)
         d = dropped.get(iid)
         governance = exempt(d)
         if ci.pending:
-            if it is None and not governance:
+            if kept_it is None and not governance:
                 lost.append(iid)
-            elif it is not None and (it.tool_outcome != ci.tool_outcome or (candidate and (
-                    it.tool_call_id != ci.tool_call_id or it.tool_role != ci.tool_role))):
+            elif kept_it is not None and (
+                    kept_it.tool_outcome != ci.tool_outcome or (candidate and (
+                        kept_it.tool_call_id != ci.tool_call_id
+                        or kept_it.tool_role != ci.tool_role))):
                 changed.append(iid)
-        elif ci.protected and it is None and not governance:
+        elif ci.protected and kept_it is None and not governance:
             prot.append(iid)
-        if it is not None and ci.pinned and it.digest != ci.digest:
+        if kept_it is not None and ci.pinned and kept_it.digest != ci.digest:
             altered.append(iid)
     if lost or changed:
         out.append(Violation("pending.lost", tuple(lost + changed),
@@ -208,17 +216,18 @@ def _items(p: Projection, cis: Mapping[str, CanonItem],
     if altered:
         out.append(Violation("pinned.altered", tuple(altered), {"count": len(altered)}))
     # trust of input items, and secrets in the provider-bound output
-    esc, leak = [], []
+    esc: list[str] = []
+    leak: list[str] = []
     secret_text = {ci.digest for ci in cis.values() if ci.sensitivity in SECRET}
     for it in p.items:
-        ci = cis.get(it.id)
-        if it.origin == "input" and ci is not None and not ci.detail.get("prior"):
+        source = cis.get(it.id)
+        if it.origin == "input" and source is not None and not source.detail.get("prior"):
             rendered_high = it.role == "system" or it.kind == "system-policy"
-            source_high = ci.role == "system" or ci.kind == "system-policy"
-            if (rendered_high and (ci.trust in LOW_TRUST or (candidate and not source_high))) \
-                    or (it.trust is not None and _rank(it.trust) < _rank(ci.trust)):
+            source_high = source.role == "system" or source.kind == "system-policy"
+            if (rendered_high and (source.trust in LOW_TRUST or (candidate and not source_high))) \
+                    or (it.trust is not None and _rank(it.trust) < _rank(source.trust)):
                 esc.append(it.id)  # low-trust text, or a candidate's user text, as policy
-        sens = ci.sensitivity if ci is not None else it.sensitivity
+        sens = source.sensitivity if source is not None else it.sensitivity
         if sens in SECRET or it.digest in secret_text or any(
                 cis[c].sensitivity in SECRET for c in it.covers if c in cis):
             leak.append(it.id)

@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from shadow.boundary import mapping_at
 from shadow.canonical import SCOPE_WIDTH, Canon, has_secret, record_id
 from shadow.divergence import Violation
 from shadow.divergence import provenance as prov
@@ -77,7 +78,7 @@ def evidence_sources(canon: Canon) -> list[prov.Source]:
     for cmd in canon.memory or ():
         args = cmd.args if isinstance(cmd.args, Mapping) else {}
         if cmd.op == "trace_record":
-            payload = args.get("payload") if isinstance(args.get("payload"), Mapping) else {}
+            payload = mapping_at(args, "payload")
             text = evidence_text(payload)
             trust = evidence_trust(str(args.get("type")), payload)
         elif cmd.op == "propose":
@@ -148,7 +149,11 @@ def check_memory(p: Projection, index: prov.SourceIndex | None = None) -> list[V
         return []
     recs = {r.id: r for r in mem.records}
     out: list[Violation] = _record_provenance(p, index) + _summarizer(mem.ops)
-    widened, backfill, overbroad, receipts, unadmitted = [], [], [], [], []
+    widened: list[Any] = []
+    backfill: list[Any] = []
+    overbroad: list[Any] = []
+    receipts: list[Any] = []
+    unadmitted: list[Any] = []
     unmatched: list[str] = []
     at: dict[str, set[int]] = {}  # violation kind -> the operations that broke it
     deleted_at: dict[str, int] = {}
@@ -288,28 +293,28 @@ def compare_memory(a: Projection, b: Projection) -> list[tuple[str, tuple[str, .
                 "index": ob.index, "op": ob.op, "candidate": "missing",
                 "baseline": ob.status}, None))
     for oa in ma.ops:
-        ob = ops_b.get(oa.index)
-        if ob is None:
+        other = ops_b.get(oa.index)
+        if other is None:
             out.append(("memory.state_mismatch", tuple(sorted(rootset(oa.created, la))), {
                 "index": oa.index, "op": oa.op, "candidate": oa.status,
                 "baseline": "missing"}, None))
             continue
-        if oa.status != ob.status:
+        if oa.status != other.status:
             out.append(("memory.state_mismatch", tuple(sorted(rootset(oa.created, la)
-                                                              | rootset(ob.created, lb))), {
-                "index": oa.index, "op": oa.op, "candidate": oa.status, "baseline": ob.status,
-                "candidate_error": oa.error, "baseline_error": ob.error}, None))
+                                                              | rootset(other.created, lb))), {
+                "index": oa.index, "op": oa.op, "candidate": oa.status, "baseline": other.status,
+                "candidate_error": oa.error, "baseline_error": other.error}, None))
             continue
         ea = rootset((*oa.created, *oa.updated), la)
-        eb = rootset((*ob.created, *ob.updated), lb)
+        eb = rootset((*other.created, *other.updated), lb)
         if ea != eb:
             effect_diff.append(oa.index)
             ids_s |= ea ^ eb
-        if rootset(oa.deleted, la) != rootset(ob.deleted, lb):
+        if rootset(oa.deleted, la) != rootset(other.deleted, lb):
             deleted_diff.append(oa.index)
-            ids_d |= rootset(oa.deleted, la) ^ rootset(ob.deleted, lb)
-        if oa.returned is not None and ob.returned is not None:
-            ra_, rb_ = [la.get(i, i) for i in oa.returned], [lb.get(i, i) for i in ob.returned]
+            ids_d |= rootset(oa.deleted, la) ^ rootset(other.deleted, lb)
+        if oa.returned is not None and other.returned is not None:
+            ra_, rb_ = [la.get(i, i) for i in oa.returned], [lb.get(i, i) for i in other.returned]
             if set(ra_) != set(rb_):
                 recall_diff.append(oa.index)
                 ids_r |= set(ra_) ^ set(rb_)

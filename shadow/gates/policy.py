@@ -162,26 +162,26 @@ def parse(doc: Any, src: str = "<policy>") -> Policy:
     if not isinstance(raw_phases, list):
         raise r.fail("/phases", "an array of phases", type(raw_phases).__name__)
     phases: dict[int, Phase] = {}
-    for i, p in enumerate(raw_phases):
+    for i, raw_phase in enumerate(raw_phases):
         ptr = f"/phases/{i}"
-        p = r.obj(p, ptr, {"phase", "title", "inherits", "checks", "rates"},
+        ph = r.obj(raw_phase, ptr, {"phase", "title", "inherits", "checks", "rates"},
                   ("phase", "title", "checks", "rates"))
-        n = int(r.num(p["phase"], f"{ptr}/phase", 0, 5, integer=True))
+        n = int(r.num(ph["phase"], f"{ptr}/phase", 0, 5, integer=True))
         if n in phases:
             raise r.fail(f"{ptr}/phase", "a phase listed once", f"phase {n} again")
-        inherits = p.get("inherits")
+        inherits = ph.get("inherits")
         if inherits is not None:
             inherits = int(r.num(inherits, f"{ptr}/inherits", 0, n - 1 if n else -1,
                                  integer=True))
-        checks = r.strs(p["checks"], f"{ptr}/checks")
+        checks = r.strs(ph["checks"], f"{ptr}/checks")
         for j, c in enumerate(checks):
             if c not in known:
                 raise r.fail(f"{ptr}/checks/{j}", "a known check or a declared attachment",
                              repr(c))
-        if not isinstance(p["rates"], list):
-            raise r.fail(f"{ptr}/rates", "an array of rate rules", type(p["rates"]).__name__)
-        rates = tuple(_rate(r, x, f"{ptr}/rates/{j}") for j, x in enumerate(p["rates"]))
-        phases[n] = Phase(n, str(p["title"]), inherits, checks, rates)
+        if not isinstance(ph["rates"], list):
+            raise r.fail(f"{ptr}/rates", "an array of rate rules", type(ph["rates"]).__name__)
+        rates = tuple(_rate(r, x, f"{ptr}/rates/{j}") for j, x in enumerate(ph["rates"]))
+        phases[n] = Phase(n, str(ph["title"]), inherits, checks, rates)
     missing = sorted(set(range(6)) - set(phases))
     if missing:
         raise r.fail("/phases", "phases 0..5", f"no phase {missing[0]}")

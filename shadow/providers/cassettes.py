@@ -296,7 +296,7 @@ def check_cassette(doc: Any, path: Path, scenario: str | None = None) -> dict[st
     _need(isinstance(interactions, list), path, "/interactions", "an array", interactions)
     for i, it in enumerate(interactions):
         _check_interaction(it, path, f"/interactions/{i}")
-    return doc
+    return dict(doc)
 
 
 def load_cassette(path: Path, scenario: str | None = None) -> dict[str, Any] | None:

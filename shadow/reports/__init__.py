@@ -38,7 +38,7 @@ MD_LIMIT: Final = 25  # rows per list in report.md (the HTML has them all)
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).resolve().parent / "templates")),
-        autoescape=lambda name: bool(name) and name.endswith((".html.j2", ".xml.j2")),
+        autoescape=lambda name: name is not None and name.endswith((".html.j2", ".xml.j2")),
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True)
     env.filters["md"] = md_cell

@@ -61,8 +61,8 @@ def divergence_frame(divs: list[Mapping[str, Any]], prefix: str = "d") -> pd.Dat
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = df.to_dict("records")
-    return [{k: (int(v) if hasattr(v, "item") and not isinstance(v, str) else v)
+    out = df.to_dict("records")
+    return [{str(k): (int(v) if hasattr(v, "item") and not isinstance(v, str) else v)
              for k, v in r.items()} for r in out]
 
 
@@ -79,7 +79,7 @@ def cases_frame(report: Mapping[str, Any], df: pd.DataFrame) -> pd.DataFrame:
     # written before the rule carried outcomes falls back to codes.fails at "major"
     judged = {(c["fixture"], c["surface"]): c for c in report.get("cases", [])
               if "outcome" in c}
-    failing = ({(d["fixture"], d["surface"]) for d in df.to_dict("records")
+    failing = ({(d["fixture"], d["surface"]) for d in _records(df)
                 if codes.fails(d)} if not df.empty else set())
     noted = {(f, s) for f, s in zip(df["fixture"], df["surface"], strict=True)} \
         if not df.empty else set()
@@ -145,9 +145,9 @@ def attribution_table(report: Mapping[str, Any]) -> dict[str, Any]:
         row = per.setdefault(str(d["surface"]), dict.fromkeys(ATTRIBUTIONS, 0))
         a = str(d.get("attribution", "none"))
         row[a] = row.get(a, 0) + 1
-    rows = [{"surface": sf, "counts": [row[a] for a in ATTRIBUTIONS],
-             "total": sum(row.values())} for sf, row in sorted(per.items())]
-    totals = [sum(r["counts"][i] for r in rows) for i in range(len(ATTRIBUTIONS))]
+    counts = {sf: [row[a] for a in ATTRIBUTIONS] for sf, row in sorted(per.items())}
+    rows = [{"surface": sf, "counts": c, "total": sum(c)} for sf, c in counts.items()]
+    totals = [sum(c[i] for c in counts.values()) for i in range(len(ATTRIBUTIONS))]
     total = sum(totals)
     att = report.get("attribution", {}) or {}
     intended = report.get("intended", {}) or {}
@@ -187,9 +187,11 @@ def trend(previous: Mapping[str, Any] | None, report: Mapping[str, Any]) -> dict
                          dtype=object).value_counts()
     cur_sev = pd.Series([x["severity"] for x in report.get("divergences", [])],
                         dtype=object).value_counts()
-    sev_rows = [{"name": s, "old": int(prev_sev.get(s, 0)), "new": int(cur_sev.get(s, 0))}
-                for s in SEVERITIES]
-    tot_rows = [{"name": k, "old": a, "new": b} for k, (a, b) in d.totals.items()
+    sev_rows: list[dict[str, Any]] = [
+        {"name": s, "old": int(prev_sev.get(s, 0)), "new": int(cur_sev.get(s, 0))}
+        for s in SEVERITIES]
+    tot_rows: list[dict[str, Any]] = [{"name": k, "old": a, "new": b}
+                                      for k, (a, b) in d.totals.items()
                 if k not in SEVERITIES]  # severities are the rows above
     for r in (*sev_rows, *tot_rows):
         r["delta"] = f"{r['new'] - r['old']:+d}" if r["new"] != r["old"] else "="

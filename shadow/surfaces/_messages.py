@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from shadow.boundary import mapping_at
 from shadow.canonical import CanonicalSession, CanonItem, has_secret
 from shadow.divergence.provenance import text_sketches
 from shadow.projection import PItem, content_digest, value_digest
@@ -71,7 +72,7 @@ def ws(text: str) -> str:
 
 
 def call_text(call: Mapping[str, Any]) -> str:
-    fn = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+    fn = mapping_at(call, "function")
     return json.dumps({"name": fn.get("name"), "arguments": fn.get("arguments")},
                       sort_keys=True, ensure_ascii=False)
 

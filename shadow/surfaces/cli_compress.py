@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from shadow.boundary import list_at, mapping_at
 from shadow.canonical import Canon
 from shadow.fixtures import Capture
 from shadow.projection import Drop, Projection, ProviderOutcome
@@ -29,7 +30,7 @@ StatsOf = Callable[[Mapping[str, Any]], tuple[str | None, Mapping[str, Any]]]
 
 
 def _cli_stats(out: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any]]:
-    stats = out.get("stats") if isinstance(out.get("stats"), Mapping) else {}
+    stats = mapping_at(out, "stats")
     noise = {k: stats[k] for k in ("originalTokens", "compressedTokens", "saved", "ratio")
              if k in stats}
     return stats.get("strategy"), noise
@@ -86,8 +87,7 @@ def project_chain(canon: Canon, capture: Capture, stats_of: StatsOf, *,
                               facts={**dict(facts or {}),
                                      **({"provider_history": list(history)} if history
                                         else {})})
-        messages: Sequence[Any] = out.get("messages") if isinstance(
-            out.get("messages"), list) else []
+        messages: Sequence[Any] = list_at(out, "messages")
         prov = call.get("output_provenance")
         last = k == len(calls) - 1
         match = match_messages(sources, messages, session,
@@ -117,12 +117,9 @@ def cli_limits(capture: Capture) -> dict[str, Any]:
     """The CLI compressor's stated limits: ``maxMessages`` as resolved for this run (the
     capture's ``diagnostics.resolved_thresholds``; else an explicit constructor option;
     else the documented non-adaptive default 20).  Truncation keeps the most recent."""
-    diag = capture.raw.get("diagnostics") if isinstance(capture.raw.get("diagnostics"),
-                                                        Mapping) else {}
-    res = diag.get("resolved_thresholds") if isinstance(diag.get("resolved_thresholds"),
-                                                        Mapping) else {}
-    ctor = capture.options.get("constructor") if isinstance(
-        capture.options.get("constructor"), Mapping) else {}
+    diag = mapping_at(capture.raw, "diagnostics")
+    res = mapping_at(diag, "resolved_thresholds")
+    ctor = mapping_at(capture.options, "constructor")
     limit = res.get("maxMessages")
     if not isinstance(limit, int):
         limit = ctor.get("maxMessages")
@@ -136,8 +133,7 @@ def cli_limits(capture: Capture) -> dict[str, Any]:
 
 def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None = None
           ) -> Projection:
-    ctor = capture.options.get("compress") if isinstance(
-        capture.options.get("compress"), Mapping) else {}
+    ctor = mapping_at(capture.options, "compress")
     return project_chain(canon, capture, _cli_stats,
                          pair_repair=bool(ctor.get("preserveToolPairs", False)),
                          facts={"limits": cli_limits(capture), "order": "pinned_block"})

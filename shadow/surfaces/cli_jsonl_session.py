@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from shadow.boundary import list_at, mapping_at
 from shadow.canonical import Canon
 from shadow.fixtures import Capture
 from shadow.projection import Projection
@@ -71,7 +72,7 @@ def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None
     written = [e for e in compacts
                if (e.get("data") or {}).get("trigger") not in ("resume-fixture",)]
     last = written[-1]["data"] if written else {}
-    rebuilt = out.get("rebuildMessages") if isinstance(out.get("rebuildMessages"), list) else []
+    rebuilt = list_at(out, "rebuildMessages")
     prov = out.get("readVerifiedMessages_provenance")
     match = match_messages(sources, rebuilt, session,
                            provenance=prov if isinstance(prov, list) else None)
@@ -83,10 +84,10 @@ def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None
              and not by_id[d.id].detail.get("prior") else d for d in drops]
     with_covers(match, drops, {it.item_id: it.trust for it in session.items},
                 {it.item_id: it.sensitivity for it in session.items})
-    verify = out.get("verifySession") if isinstance(out.get("verifySession"), Mapping) else {}
+    verify = mapping_at(out, "verifySession")
     consistent = rebuilt == out.get("readVerifiedMessages") and (
         not written or _strip(last.get("messages")) == _strip(rebuilt))
-    steps_out = out.get("steps") if isinstance(out.get("steps"), list) else []
+    steps_out = list_at(out, "steps")
     settlement = [s.get("settlement_error") for s in steps_out if isinstance(s, Mapping)]
     return Projection(
         canon.name, capture.name, "baseline", input_ids=tuple(offered),

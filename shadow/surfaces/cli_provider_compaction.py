@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from shadow.boundary import mapping_at
 from shadow.canonical import Canon
 from shadow.fixtures import Capture
 from shadow.projection import Projection, ProviderOutcome
@@ -37,7 +38,7 @@ def _provider(canon: Canon, capture: Capture, k: int, out: Mapping[str, Any] | N
         return ProviderOutcome(status="aborted" if name == "AbortError" else "failed",
                                requests=k + 1, recorded=min(n, k + 1), degraded=None,
                                cancelled=name == "AbortError", truth=truth)
-    stats = (out or {}).get("stats") if isinstance((out or {}).get("stats"), Mapping) else {}
+    stats = mapping_at(out or {}, "stats")
     degraded = stats.get("degraded") if isinstance(stats.get("degraded"), bool) else None
     if stats.get("summaryUsageUnknown") is True or (out or {}).get("usageUnknownEvent"):
         usage = "unknown"

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from shadow.boundary import mapping_at
 from shadow.canonical import Canon
 from shadow.fixtures import Capture
 from shadow.projection import Projection, ProviderOutcome
@@ -55,8 +56,7 @@ def _provider(canon: Canon, capture: Capture, k: int, out: Mapping[str, Any] | N
 def limits(capture: Capture) -> dict[str, Any]:
     """Desktop's stated limits: ``maxHistoryMessages`` (default 10) for the recency cut,
     ``maxTotalTokens`` (default 4000) for summarization."""
-    ctor = capture.options.get("constructor") if isinstance(
-        capture.options.get("constructor"), Mapping) else {}
+    ctor = mapping_at(capture.options, "constructor")
     msgs, tokens = ctor.get("maxHistoryMessages") or 10, ctor.get("maxTotalTokens") or 4000
     out: dict[str, Any] = {"order": "recency"}
     if isinstance(msgs, int) and not isinstance(msgs, bool):

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from shadow.boundary import mapping_at
 from shadow.canonical import Canon
 from shadow.fixtures import Capture
 from shadow.projection import Projection
@@ -24,7 +25,7 @@ from shadow.surfaces.cli_compress import project_chain
 
 
 def _stats(out: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any]]:
-    meta = out.get("metadata") if isinstance(out.get("metadata"), Mapping) else {}
+    meta = mapping_at(out, "metadata")
     return None, {k: meta[k] for k in sorted(meta) if not isinstance(meta[k], (dict, list))}
 
 

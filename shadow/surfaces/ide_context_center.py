@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from shadow.boundary import mapping_at
 from shadow.canonical import IDE_MAX_CANDIDATES, Canon, CanonItem
 from shadow.fixtures import Capture
 from shadow.projection import Drop, PItem, Projection, content_digest
@@ -55,16 +56,18 @@ def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None
     for chip in out.get("chips") or ():
         if not isinstance(chip, Mapping):
             continue
-        content = chip.get("content") if isinstance(chip.get("content"), str) else ""
+        raw_content = chip.get("content")
+        content: str = raw_content if isinstance(raw_content, str) else ""
         digest = content_digest(content)
         cands = [i for i in by_variant.get(str(chip.get("id")), ()) if i not in used]
         exact = [i for i in cands if i in items_by_id and items_by_id[i].digest == digest]
-        iid = (exact or cands or [None])[0]
-        if iid is None:
+        picked = exact or cands
+        if not picked:
             unmatched += 1
             kept.append(PItem(id=f"~rewrite.{unmatched}", kind="rewrite", origin="derived",
                               digest=digest, length=len(content)))
             continue
+        iid = picked[0]
         used.add(iid)
         ci = items_by_id.get(iid)
         status = str(chip.get("status"))
@@ -102,7 +105,7 @@ def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None
             legacy = "unknown"
         ci = items_by_id.get(iid)
         drops.append(Drop(iid, _LEGACY_TO_CANON[legacy], legacy, bool(ci and ci.pinned)))
-    budget = out.get("budget") if isinstance(out.get("budget"), Mapping) else {}
+    budget = mapping_at(out, "budget")
     return Projection(
         canon.name, capture.name, "baseline", input_ids=ide.all_ids, items=tuple(kept),
         dropped=tuple(sorted(drops, key=lambda d: d.id)),

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from shadow.boundary import list_at, mapping_at
 from shadow.canonical import Canon, has_secret, record_id
 from shadow.divergence.provenance import sketch, string_leaves
 from shadow.fixtures import Capture
@@ -47,7 +48,7 @@ class _State:
         if ident not in self.recs:
             self.order.append(ident)
         content = str(rec.get("content"))
-        tags = rec.get("tags") if isinstance(rec.get("tags"), list) else []
+        tags = list_at(rec, "tags")
         self.text[ident] = " ".join([content, " ".join(map(str, tags)),
                                      str(rec.get("category") or "")]).lower()
         self.recs[ident] = {"scope": rec.get("scope"), "scope_id": rec.get("scopeId"),
@@ -134,7 +135,7 @@ def _op(st: _State, raw: Mapping[str, Any]) -> MemOp:
                 sel["irrelevant"] = bad
         return MemOp(i, op, "ok", returned=returned, detail=sel)
     if op == "trace.record" and isinstance(result, Mapping):
-        payload = result.get("payload") if isinstance(result.get("payload"), Mapping) else {}
+        payload = mapping_at(result, "payload")
         text = payload.get("content") or payload.get("summary") or payload.get("message") or ""
         st.traces.append((int(result.get("seq") or 0), str(text)))
         return MemOp(i, op, "ok")
