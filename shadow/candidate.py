@@ -464,7 +464,7 @@ class RecordedCandidate:
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
-        meta = self.root / "candidate.json"
+        meta = self.root / CANDIDATE_FILE
         if not meta.is_file():
             raise InputError(meta, "", "a recorded candidate folder with candidate.json",
                              "no such file")
@@ -493,13 +493,17 @@ class RecordedCandidate:
         return replace(p, producer="candidate")
 
 
+#: the file that marks a recorded candidate folder
+CANDIDATE_FILE: Final = "candidate.json"
+
+
 def write_recorded(root: Path | str, identity: Mapping[str, Any],
                    projections: Sequence[Projection]) -> None:
     """Write a recorded candidate folder (``--record-candidate DIR``)."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     meta = {"schema": CANDIDATE_SCHEMA, "identity": dict(identity)}
-    (root / "candidate.json").write_text(json.dumps(meta, sort_keys=True, indent=1) + "\n",
+    (root / CANDIDATE_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1) + "\n",
                                          encoding="utf-8")
     for p in projections:
         d = root / p.fixture

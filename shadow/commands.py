@@ -65,7 +65,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     args._exit = 0 if verdict == "GO" else 1
     for p in paths:
         print(f"report: {p}")
-    print(f"verdict: {verdict}")
+    print(f"verdict: {verdict}" + (" (no evidence.json beside the report: its verdict "
+                                   "cannot be checked)" if verdict == "UNVERIFIED" else ""))
     return 0 if verdict == "GO" else 1
 
 

@@ -6,8 +6,8 @@ macOS must all pass.  Every ``shadow run`` therefore writes, beside ``report.jso
 
     {"schema": "shadow-evidence/v1",
      "identity": {"commit", "package_version", "corpus_digest", "recordings_digest",
-                  "policy_version", "candidate_digest", "waivers_digest", "intended_digest",
-                  "surfaces"},
+                  "policy_version", "policy_digest", "candidate_digest", "waivers_digest",
+                  "intended_digest", "surfaces"},
      "identity_digest": "sha256:…",          # what "the same candidate" means
      "environment": {"platform": "linux|windows|macos", "python", "implementation",
                      "machine", "dirty", "sys_platform", "os_release", "path_sep",
@@ -278,6 +278,7 @@ def check_inventory(path: str | None, inactive: Sequence[str]) -> tuple[dict[str
 class EvidenceInputs:
     report: Mapping[str, Any]
     policy_version: str
+    policy_digest: str
     recordings: Path | None
     waivers: Path | None
     inventory: str | None
@@ -300,6 +301,7 @@ def collect(inp: EvidenceInputs) -> dict[str, Any]:
         "corpus_digest": cand.get("corpus_digest", "unknown"),
         "recordings_digest": folder_digest(inp.recordings) if inp.recordings else "none",
         "policy_version": inp.policy_version,
+        "policy_digest": inp.policy_digest,
         "candidate_digest": digest({k: v for k, v in cand.items() if k != "corpus_digest"}),
         "waivers_digest": file_digest(inp.waivers) if inp.waivers else "none",
         "intended_digest": file_digest(inp.intended) if inp.intended else "none",
@@ -369,6 +371,7 @@ def _resolve_default(rel: str | None) -> str | None:
 @dataclass(frozen=True, slots=True)
 class RunSetup:
     policy_version: str
+    policy_digest: str
     inactive_stages: tuple[str, ...]
     inventory: str | None
     attachments: tuple[Path, ...]
@@ -398,7 +401,7 @@ def prepare(opts: Any, policy: Any) -> RunSetup:
 
     rules_file = Path(opts.intended) if getattr(opts, "intended", None) else \
         intended.DEFAULT_PATH
-    return RunSetup(policy.version, tuple(policy.inactive_stages),
+    return RunSetup(policy.version, policy.digest, tuple(policy.inactive_stages),
                     opts.inventory or _resolve_default(policy.inventory_default),
                     attachments, recordings, Path(opts.waivers) if opts.waivers else None,
                     previous, rules_file, parsed)
@@ -417,7 +420,8 @@ def replay_digest(results: Sequence[Any]) -> str:
 def for_run(setup: RunSetup, report: Mapping[str, Any], results: Sequence[Any],
             rerun: Callable[[], Sequence[Any]] | None) -> dict[str, Any]:
     return collect(EvidenceInputs(
-        report=report, policy_version=setup.policy_version, recordings=setup.recordings,
+        report=report, policy_version=setup.policy_version,
+        policy_digest=setup.policy_digest, recordings=setup.recordings,
         waivers=setup.waivers, inventory=setup.inventory,
         inactive_stages=setup.inactive_stages, attachments=setup.attachments,
         intended=setup.intended, parsed_attachments=setup.parsed_attachments,

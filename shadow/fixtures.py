@@ -450,8 +450,15 @@ def _parse(data: bytes, src: str) -> Any:
 
 def load_scenario(sdir: Path, root: Path) -> Scenario:
     sname = _rel(sdir, root)
-    entries = [p for p in _listing(sdir, sname, "a readable scenario folder")
-               if p.name.endswith(".json")]
+    listing = _listing(sdir, sname, "a readable scenario folder")
+    for p in listing:  # a capture renamed or moved aside must not vanish unnoticed
+        if p.suffix.lower() == ".json" and p.suffix != ".json":
+            raise FixtureError(_rel(p, root), "", "a capture named <surface>.<entry>.json "
+                               "(lower-case .json)", "another spelling of .json")
+        if _is_dir(p):
+            raise FixtureError(_rel(p, root), "", "only capture files in a scenario folder "
+                               "(the capture tool writes no subfolder)", "a folder")
+    entries = [p for p in listing if p.name.endswith(".json")]
     input_src = f"{sname}/input.json"
     if not any(p.name == "input.json" for p in entries):
         raise FixtureError(input_src, "", "a readable regular file input.json "
@@ -522,6 +529,11 @@ def load_corpus(root: Path | str, only: Iterable[str] | None = None) -> Corpus:
             scenarios.append(load_scenario(sdir, root))
         except FixtureError as exc:
             quarantined.append(exc)
+    scenarios, copies = _without_copies(scenarios)
+    quarantined += copies
+    quarantined += _manifest_problems(root, {s.name for s in scenarios}
+                                      | {q.source.split("/", 1)[0] for q in quarantined},
+                                      wanted)
     quarantined.sort(key=lambda e: e.source)
     h = hashlib.sha256()
     for s in scenarios:
@@ -530,6 +542,72 @@ def load_corpus(root: Path | str, only: Iterable[str] | None = None) -> Corpus:
         h.update(f"quarantined\0{q.source}\n".encode())
     return Corpus(root=str(root), scenarios=tuple(scenarios), quarantined=tuple(quarantined),
                   digest="sha256:" + h.hexdigest())
+
+
+def _content_key(sc: Scenario) -> str:
+    """A scenario's content without its name: two scenarios with the same key are one
+    piece of evidence (a copied folder with the scenario field renamed)."""
+    h = hashlib.sha256()
+    docs = [("input.json", sc.input), *((c.file.rsplit("/", 1)[-1], c.raw) for c in sc.captures)]
+    for fname, doc in sorted(docs, key=lambda d: d[0]):
+        body = {k: v for k, v in doc.items() if k != "scenario"}
+        h.update(fname.encode("utf-8") + b"\0")
+        h.update(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _without_copies(scenarios: list[Scenario]) -> tuple[list[Scenario], list[FixtureError]]:
+    """Quarantine every scenario that repeats an earlier one's content under another name,
+    so a copy can never count twice towards a gate's fixture floor."""
+    first: dict[str, str] = {}
+    kept, copies = [], []
+    for sc in sorted(scenarios, key=lambda s: s.name):
+        key = _content_key(sc)
+        if key in first:
+            copies.append(FixtureError(sc.input_file, "", "a scenario of its own (a copy is "
+                                       "not more evidence)", f"a copy of {first[key]}"))
+        else:
+            first[key] = sc.name
+            kept.append(sc)
+    return kept, copies
+
+
+MANIFEST_FORMAT = "legacy-capture-manifest/v1"
+
+
+def _manifest_problems(root: Path, present: set[str],
+                       wanted: set[str] | None) -> list[FixtureError]:
+    """When the corpus carries the capture tool's ``MANIFEST.json``, every scenario and
+    capture file it lists must be there: a deleted capture is quarantined, never silently
+    left out of the judgement."""
+    path = root / "MANIFEST.json"
+    if not path.is_file():
+        return []
+    try:
+        doc = loads(read_regular(path, "MANIFEST.json"), "MANIFEST.json")
+    except InputError as exc:
+        return [FixtureError("MANIFEST.json", exc.pointer, exc.expected, exc.got)]
+    if not isinstance(doc, Mapping) or doc.get("format") != MANIFEST_FORMAT:
+        return []  # not the capture tool's manifest: corpus metadata only
+    out: list[FixtureError] = []
+    listed = doc.get("scenarios")
+    for i, entry in enumerate(listed if isinstance(listed, list) else []):
+        name = entry.get("id") if isinstance(entry, Mapping) else None
+        if not isinstance(name, str) or (wanted is not None and name not in wanted):
+            continue
+        if name not in present:
+            out.append(FixtureError(f"{name}/input.json", "", "the scenario MANIFEST.json "
+                                    f"lists (/scenarios/{i})", "no such folder"))
+            continue
+        surfaces = entry.get("surfaces")
+        for j, surf in enumerate(surfaces if isinstance(surfaces, list) else []):
+            fname = surf.get("file") if isinstance(surf, Mapping) else None
+            if isinstance(fname, str) and not (root / name / fname).is_file():
+                out.append(FixtureError(f"{name}/{fname}", "", "the capture MANIFEST.json "
+                                        f"lists (/scenarios/{i}/surfaces/{j})",
+                                        "no such file"))
+    return out
 
 
 def compaction_source(capture: Capture, siblings: Mapping[str, Capture]) -> Capture | None:

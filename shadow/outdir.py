@@ -55,12 +55,28 @@ def recover(out: Path) -> None:
         shutil.rmtree(p, ignore_errors=True)
 
 
-def check_target(out: Path) -> None:
+def ensure_dir(path: str | Path, what: str) -> Path:
+    """``path`` as an existing writable folder (created with its parents), or an
+    :class:`InputError` naming the argument: a file, or a place nothing can be written."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InputError(p, "", f"{what}: a folder", "a file")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe = Path(tempfile.mkstemp(dir=p, prefix=".shadow-probe-")[1])
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(p, "", f"{what}: a writable folder",
+                         f"not writable ({type(exc).__name__})") from None
+    return p
+
+
+def check_target(out: Path, marker: str = MARKER, what: str = "--out") -> None:
     if out.exists() and not out.is_dir():
-        raise InputError(out, "", "--out: a folder for the run's reports", "a file")
-    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
-        raise InputError(out, "", "--out: an empty folder or an earlier run's folder "
-                         f"(holding {MARKER})", "a folder of other files (not replaced)")
+        raise InputError(out, "", f"{what}: a folder for the run's files", "a file")
+    if out.is_dir() and any(out.iterdir()) and not (out / marker).is_file():
+        raise InputError(out, "", f"{what}: an empty folder or an earlier run's folder "
+                         f"(holding {marker})", "a folder of other files (not replaced)")
 
 
 def _fsync_tree(root: Path) -> None:
@@ -96,10 +112,15 @@ class Staged:
 
 
 @contextlib.contextmanager
-def staged(out: str | Path) -> Iterator[Staged]:
-    """Lock ``out``, yield a fresh staging folder; remove it if the run does not commit."""
+def staged(out: str | Path, marker: str = MARKER, what: str = "--out") -> Iterator[Staged]:
+    """Lock ``out``, yield a fresh staging folder; remove it if the run does not commit.
+
+    A symlinked ``out`` is resolved first, so two runs through two links to one folder
+    take one lock and the link keeps pointing at the run."""
     target = Path(out)
-    check_target(target)
+    if target.is_symlink() or any(p.is_symlink() for p in target.parents):
+        target = target.resolve()
+    check_target(target, marker, what)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(target.parent / f".{target.name}.lock"), timeout=0)
@@ -109,14 +130,14 @@ def staged(out: str | Path) -> Iterator[Staged]:
     try:
         lock.acquire()
     except Timeout:
-        raise UsageError(f"--out {target.as_posix()}: another shadow run is writing into this "
+        raise UsageError(f"{what} {target.as_posix()}: another shadow run is writing into this "
                          "folder (lock held); wait for it or choose another --out") from None
     except OSError as exc:
         raise InputError(target, "", "--out: a writable folder",
                          f"not writable ({type(exc).__name__})") from None
     try:
         recover(target)
-        check_target(target)
+        check_target(target, marker, what)
         try:
             stage = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
         except OSError as exc:

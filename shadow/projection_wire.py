@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from shadow.boundary import join_pointer
-from shadow.canonical import DROP_REASONS, SCOPE_WIDTH
+from shadow.canonical import DROP_REASONS, SCOPE_WIDTH, has_secret
 from shadow.errors import InputError
 from shadow.projection import (
     SCHEMA,
@@ -41,6 +41,15 @@ _DIGEST: Final = re.compile(r"^sha256:[0-9a-f]{64}$")
 ID: Final = re.compile(r"^[A-Za-z0-9_.:~@+/\\#=-]{1,200}$")
 #: an outcome, reason, kind or role word (``invalid_summary:summary_invalid_json``)
 CODE: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}(:[A-Za-z0-9_.-]{1,64})?$")
+
+
+def code_word(value: object, fallback: str = "unrecognised") -> str:
+    """``value`` as a report may show it: a code-shaped word that no secret detector
+    flags, else ``fallback`` (a capture's error name or reason may hold anything, and a
+    key is code-shaped too)."""
+    if isinstance(value, str) and CODE.match(value) and not has_secret(value):
+        return value
+    return fallback
 _UNIT: Final = re.compile(r"^([A-Za-z0-9_]{1,64}(/[0-9]{1,6})?)?$")  # "": the whole text
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 TRUST: Final = ("host", "verified", "user", "external", "untrusted")

@@ -160,8 +160,18 @@ def _check_options(opts: RunOptions) -> None:
     if opts.recordings is not None and not Path(opts.recordings).is_dir():
         raise InputError(opts.recordings, "", "--recordings: a recordings folder",
                          "no such folder")
+    fixtures, out = Path(opts.fixtures).resolve(), Path(opts.out).resolve()
+    if out == fixtures or fixtures in out.parents:
+        raise UsageError(f"--out {opts.out}: inside --fixtures (the captures are ground "
+                         "truth: nothing is ever written there)")
     if opts.record_candidate:
-        _check_writable_dir(opts.record_candidate, "--record-candidate")
+        rec = Path(opts.record_candidate).resolve()
+        for other, name in ((fixtures, "--fixtures"), (out, "--out")):
+            if rec == other or other in rec.parents or rec in other.parents:
+                raise UsageError(f"--record-candidate {opts.record_candidate}: the same "
+                                 f"folder as {name}, or inside or around it")
+        outdir.check_target(rec, cand_mod.CANDIDATE_FILE, "--record-candidate")
+        _check_writable_dir(str(rec.parent), "--record-candidate")
 
 
 def _selected_cases(corpus: Any, surfaces: Sequence[str]) -> int:
@@ -203,8 +213,11 @@ def execute(opts: RunOptions) -> RunResult:
                              opts.progress)
         report, evidence, projections = _judge(opts, corpus, candidate, results, rules,
                                                waiver_list, policy, setup, now)
-        if opts.record_candidate:
-            cand_mod.write_recorded(opts.record_candidate, candidate.identity, projections)
+        if opts.record_candidate:  # staged and swapped in whole, as the run folder
+            with outdir.staged(opts.record_candidate, cand_mod.CANDIDATE_FILE,
+                               "--record-candidate") as rec_stage:
+                cand_mod.write_recorded(rec_stage.path, candidate.identity, projections)
+                rec_stage.commit()
         out = stage.path
         path = out / "report.json"
         path.write_text(render(report), encoding="utf-8", newline="\n")

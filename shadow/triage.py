@@ -206,6 +206,8 @@ def _waiver_refusal(d: Mapping[str, Any]) -> str | None:
         return f"{code} is a NO-GO class (design 108 §16): never waivable"
     if code in codes.ALWAYS_BLOCKING:
         return f"{code} is missing evidence (the candidate produced nothing): never waivable"
+    if code == "unclassified":
+        return "unclassified is never waivable (nothing judged that capture)"
     return f"{code} attributed to {d.get('attribution')} is never waivable"
 
 

@@ -42,7 +42,8 @@ from shadow.policy_file import entries, iso_date
 SCHEMA: Final = "shadow-waivers/v1"
 _FIELDS: Final = ("id", "reason_code", "fixture", "surface", "owner", "reason", "expires")
 #: reason codes no waiver may ever select, whatever the attribution
-NEVER_WAIVABLE_CODES: Final = frozenset({*codes.ALWAYS_BLOCKING, *codes.NOGO_CODES})
+NEVER_WAIVABLE_CODES: Final = frozenset({*codes.ALWAYS_BLOCKING, *codes.NOGO_CODES,
+                                         "unclassified"})  # nothing judged it
 #: ``secret.leaked`` is never waivable when these attributions carry it
 _SECRET_NEVER: Final = frozenset({"candidate", "both"})
 WARNING_DAYS: Final = 30  # the gate policy's default waiver_warning_days

@@ -34,7 +34,7 @@ from shadow.divergence.attribution import Judge, op_indexes
 from shadow.divergence.claims import UNVERIFIABLE, ClaimReport, longest_increasing
 from shadow.divergence.memory import compare_memory
 from shadow.projection import PItem, Projection
-from shadow.projection_wire import CODE
+from shadow.projection_wire import code_word
 
 
 class _Out:
@@ -133,7 +133,7 @@ def error_code(error: str | None) -> str | None:
     """An error category as a report may show it: a code-shaped word, never free text."""
     if error is None:
         return None
-    return error if CODE.match(error) else "unrecognised"
+    return code_word(error)
 
 
 def safe_error_detail(err: Mapping[str, Any], known: set[str] | None = None

@@ -37,6 +37,9 @@ def parse_platforms(values: Sequence[str]) -> tuple[str, ...]:
                 raise UsageError(f"--platforms: {p!r} is not one of {', '.join(PLATFORMS)}")
             if p not in out:
                 out.append(p)
+    if values and not out:
+        raise UsageError("--platforms: no platform given (one or more of "
+                         f"{', '.join(PLATFORMS)})")
     return tuple(out)
 
 
@@ -75,10 +78,10 @@ def render_text(result: GateResult) -> str:
 
 
 def write(out: str | Path, result: GateResult) -> list[Path]:
+    from shadow.outdir import ensure_dir
     from shadow.reports import render_gate_md
 
-    d = Path(out)
-    d.mkdir(parents=True, exist_ok=True)
+    d = ensure_dir(out, "--out")
     j = d / "gate.json"
     j.write_text(json.dumps(result.to_wire(), sort_keys=True, indent=1, ensure_ascii=False)
                  + "\n", encoding="utf-8", newline="\n")

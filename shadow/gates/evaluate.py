@@ -30,8 +30,8 @@ from shadow.gates.stats import wilson_upper
 
 GATE_SCHEMA = "shadow-gate/v1"
 _IDENTITY_FIELDS = ("commit", "package_version", "corpus_digest", "recordings_digest",
-                    "policy_version", "candidate_digest", "waivers_digest", "intended_digest",
-                    "surfaces")
+                    "policy_version", "policy_digest", "candidate_digest", "waivers_digest",
+                    "intended_digest", "surfaces")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +143,18 @@ class _Judge:
             self.add(None, "candidate", "pass", "one candidate identity")
         identity = files[0].identity if len(ids) == 1 else None
         versions = sorted({str(f.identity.get("policy_version")) for f in files})
+        policy_digests = sorted({str(f.identity.get("policy_digest")) for f in files})
         if versions != [self.policy.version]:
             self.add(None, "policy", "fail",
                      f"evidence under {', '.join(versions)}; the gate applies "
                      f"{self.policy.version}", "policy.version_mismatch",
                      {"evidence": versions, "gate": self.policy.version})
+        elif policy_digests != [self.policy.digest]:
+            self.add(None, "policy", "fail",
+                     f"evidence judged under other rules labelled {self.policy.version} "
+                     f"(policy digest {', '.join(d[:19] for d in policy_digests)}); the gate "
+                     f"applies {self.policy.digest[:19]}", "policy.version_mismatch",
+                     {"evidence": policy_digests, "gate": self.policy.digest})
         present = set(self.m.platforms)
         for p in self.platforms:
             if p in present:

@@ -183,6 +183,10 @@ def check_report(f: EvidenceFile, path: Path) -> None:
     if digest != f.results_digest:
         raise InputError(rpath, "/divergences", "the results its evidence.json was sealed "
                          "with (/run/results_digest)", "different results (edited report?)")
+    if report.get("verdict") != f.doc["run"].get("verdict") or \
+            report.get("phase") != f.doc["run"].get("phase"):
+        raise InputError(rpath, "/verdict", "the verdict and phase its evidence.json was "
+                         "sealed with (/run/verdict, /run/phase)", "another (edited report?)")
     if case_summaries(report) != list(f.doc["cases"]):
         raise InputError(f.path, "/cases", "the per-case rows of its report.json",
                          "different rows (edited evidence?)")

@@ -10,6 +10,8 @@ documents every field.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +72,9 @@ class Policy:
     exclude_surfaces: tuple[str, ...]
     attachments: Mapping[str, Attachment]
     phases: Mapping[int, Phase]
+    #: sha256 of the parsed document (canonical JSON): two files with one version label
+    #: but different rules differ here, whatever their line endings
+    digest: str = ""
 
     def chain(self, phase: int) -> list[Phase]:
         """The phase and every phase it inherits, oldest first."""
@@ -197,6 +202,9 @@ def parse(doc: Any, src: str = "<policy>") -> Policy:
         baseline_surfaces=r.strs(d.get("baseline_surfaces", []), "/baseline_surfaces"),
         exclude_surfaces=r.strs(d.get("exclude_surfaces", []), "/exclude_surfaces"),
         attachments=attachments, phases=phases,
+        digest="sha256:" + hashlib.sha256(json.dumps(
+            doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        ).hexdigest(),
     )
 
 

@@ -138,7 +138,7 @@ def ladder(policy: Policy, evidence: Mapping[str, Any], platform: str,
                     # what this phase asks beyond the phase below it
                     "to_reach_new": [a for a in actions
                                      if not out or a not in out[-1]["to_reach"]],
-                    "requirements": [{"name": q.name, "status": q.status,
+                    "requirements": [{"phase": q.phase, "name": q.name, "status": q.status,
                                       "message": q.message,
                                       "code": codes_by_req.get(q.name, "")}
                                      for q in res.requirements]})

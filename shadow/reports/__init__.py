@@ -17,6 +17,8 @@ no clock, no environment, sorted everywhere — the snapshot tests hold the byte
 
 from __future__ import annotations
 
+import datetime as dt
+
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -26,6 +28,7 @@ from markupsafe import Markup
 
 from shadow import codes
 from shadow.boundary import load_path
+from shadow.errors import InputError
 from shadow.reports import clusters, svg, tables
 
 REPORT_SCHEMA: Final = "shadow-report/v1"
@@ -179,15 +182,52 @@ def rerender(report_path: str | Path, *, fmt: str = "all", previous: str | None 
     report = load_report(src)
     ev_path = src.parent / "evidence.json"
     evidence = load_path(ev_path) if ev_path.is_file() else None
+    verified = evidence is not None and verify(report, evidence, ev_path)
     prev = load_report(_resolve_report(previous)) if previous else None
     target = Path(out) if out is not None else src.parent
+    from shadow.outdir import ensure_dir
+
+    ensure_dir(target, "--out")
     formats = FORMATS if fmt == "all" else tuple(f for f in (fmt,) if f in FORMATS)
     paths = write(target, report, evidence=evidence, previous=prev, formats=formats)
     if fmt in ("json", "all") and target.resolve() != src.parent.resolve():
         j = target / "report.json"
         j.write_text(render_json(report), encoding="utf-8", newline="\n")
         paths.insert(0, j)
-    return str(report.get("verdict", "?")), paths
+    return (str(report.get("verdict", "?")) if verified else "UNVERIFIED"), paths
+
+
+def verify(report: Mapping[str, Any], evidence: Any, ev_path: Path) -> bool:
+    """A report.json re-rendered must be the one its evidence.json seals: the evidence's
+    digests, its results and per-case rows, its verdict and — when the evidence was judged
+    under the bundled policy — the phase ladder and every case outcome recomputed.  Any
+    difference is an input error naming the field (an edited report is never re-rendered
+    as GO)."""
+    from shadow.gates import merge, rule
+    from shadow.gates import policy as policy_mod
+
+    f = merge.parse(evidence, ev_path.as_posix())
+    merge.check_report(f, ev_path)
+    policy = policy_mod.load()
+    if f.identity.get("policy_digest") != policy.digest:
+        return True  # judged under another policy file: digests and results checked
+    src = (ev_path.parent / "report.json").as_posix()
+    phase = int(report.get("phase", -1))
+    cases = rule.judge_cases(policy, phase, [(c["fixture"], c["surface"])
+                                             for c in report.get("cases", [])],
+                             report.get("divergences", []))
+    if cases != list(report.get("cases", [])):
+        raise InputError(src, "/cases", "the case outcomes the one failure rule gives",
+                         "other outcomes (edited report?)")
+    try:
+        day = dt.date.fromisoformat(str(report.get("generated_at", ""))[:10])
+    except ValueError:
+        raise InputError(src, "/generated_at", "an ISO-8601 date", "another value") from None
+    steps = rule.ladder(policy, evidence, f.platform, day, ev_path.as_posix())
+    if steps != report.get("ladder") or steps[phase]["verdict"] != report.get("verdict"):
+        raise InputError(src, "/ladder", "the phase ladder its evidence.json gives",
+                         "another ladder or verdict (edited report?)")
+    return True
 
 
 def diff_files(old: str | Path, new: str | Path, *, fmt: str = "text") -> tuple[str, bool]:

@@ -167,8 +167,11 @@ def diff_reports(old: Mapping[str, Any], new: Mapping[str, Any], *,
     fixed, waived = split_waived(gone, new)
     ot, nt = old.get("totals", {}), new.get("totals", {})
     totals = {k: (int(ot.get(k, 0)), int(nt.get(k, 0))) for k in sorted(set(ot) | set(nt))}
-    return ReportDiff(tuple(added), tuple(fixed), tuple(changed), same,
-                      (str(old.get("verdict", "?")), str(new.get("verdict", "?"))), totals,
+    verdicts = (str(old.get("verdict", "?")), str(new.get("verdict", "?")))
+    if old.get("phase") != new.get("phase"):  # the same results judged for another phase
+        verdicts = (f"{verdicts[0]} (phase {old.get('phase', '?')})",
+                    f"{verdicts[1]} (phase {new.get('phase', '?')})")
+    return ReportDiff(tuple(added), tuple(fixed), tuple(changed), same, verdicts, totals,
                       tuple(waived))
 
 

@@ -23,6 +23,7 @@ from shadow.boundary import list_at, mapping_at
 from shadow.canonical import Canon
 from shadow.fixtures import Capture
 from shadow.projection import Drop, Projection, ProviderOutcome
+from shadow.projection_wire import code_word
 from shadow.surfaces._drops import infer_drops, strategy_steps, with_covers
 from shadow.surfaces._messages import Source, input_sources, match_messages, source_ids
 
@@ -44,8 +45,10 @@ def calls_of(capture: Capture) -> list[Mapping[str, Any]]:
 
 
 def error_category(err: Any) -> str:
+    """A capture error's category: its ``name`` when it is a code word (never free text or
+    a secret), else ``Error``."""
     if isinstance(err, Mapping):
-        return str(err.get("name") or "Error")
+        return code_word(err.get("name") or "Error", "Error")
     return "Error"
 
 

@@ -18,6 +18,7 @@ from shadow.boundary import mapping_at
 from shadow.canonical import Canon
 from shadow.fixtures import Capture
 from shadow.projection import Projection, ProviderOutcome
+from shadow.projection_wire import code_word
 from shadow.recorded_provider import exchanges, secret_calls, truth_of
 from shadow.surfaces.cli_compress import _cli_stats, project_chain
 
@@ -25,7 +26,8 @@ from shadow.surfaces.cli_compress import _cli_stats, project_chain
 def category(reason: Any) -> str | None:
     if not isinstance(reason, str) or not reason:
         return None
-    return reason.split(":", 1)[0].strip()[:64] or None
+    head = reason.split(":", 1)[0].strip()[:64]
+    return code_word(head) if head else None
 
 
 def _provider(canon: Canon, capture: Capture, k: int, out: Mapping[str, Any] | None,

@@ -70,7 +70,7 @@ ARGS: list[tuple[str, Any, Refused]] = [
      Refused("--record-candidate", "a folder")),
     ("record-candidate-under-a-file", lambda e: e.run(
         "--record-candidate", str(Path(_file(e, "rc2")) / "x")),
-     Refused("--record-candidate", "not writable")),
+     Refused("--record-candidate", "got a file")),
     ("attach-not-xml", lambda e: e.run("--attach", _xml(e, "a.xml", "not xml")),
      Refused("a.xml", "well-formed JUnit XML")),
     ("attach-html", lambda e: e.run("--attach", _xml(e, "b.xml", "<html></html>")),

@@ -39,10 +39,12 @@ def case(fixture: str, surface: str, worst: str = "clean", nogo: tuple[str, ...]
 def make(platform: str = "linux", *, fixtures: int = 12, commit: str = "c0ffee",
          cases: list[dict[str, Any]] | None = None, applied: list[dict[str, Any]] | None = None,
          policy_version: str = "gate-policy/1", results: str = "sha256:r",
+         policy_digest: str | None = None,
          active_writers: tuple[str, ...] = (), check_status: str = "pass",
          testcases: list[str] | None = None, failing_test: bool = False) -> dict[str, Any]:
     identity = {"commit": commit, "package_version": "0.1.0", "corpus_digest": "sha256:c",
                 "recordings_digest": "sha256:r", "policy_version": policy_version,
+                "policy_digest": policy_digest or policy_mod.load().digest,
                 "candidate_digest": "sha256:k", "waivers_digest": "none", "surfaces": []}
     if cases is None:
         cases = [case(f"{s}-{i:02d}", f"{s}.entry") for s in SURFACES for i in range(fixtures)]
@@ -216,7 +218,9 @@ def test_enough_fixtures_but_a_loose_bound_is_still_insufficient(tmp_path: Path)
     pol["phases"][2]["rates"][0]["min_fixtures"] = 5  # 8 clean fixtures: bound 0.253 > 0.25
     pfile = tmp_path / "policy.json"
     pfile.write_text(json.dumps(pol), encoding="utf-8")
-    result = judge(tmp_path, [make(p, fixtures=8) for p in PLATFORMS], 2, policy=str(pfile))
+    digest = policy_mod.load(pfile).digest  # the evidence was produced under this policy
+    result = judge(tmp_path, [make(p, fixtures=8, policy_digest=digest) for p in PLATFORMS], 2,
+                   policy=str(pfile))
     assert codes_of(result) == {"evidence.insufficient"}
     assert "upper bound 0.253 > 0.25" in result.reasons[0].message
 
@@ -273,6 +277,24 @@ def test_different_results_on_one_candidate_is_a_platform_mismatch(tmp_path: Pat
     docs = [make("linux"), make("windows", results="sha256:other"), make("macos")]
     result = judge(tmp_path, docs, 1)
     assert codes_of(result) == {"evidence.platform_mismatch"}
+
+
+def test_evidence_under_other_rules_with_the_same_label_is_refused(tmp_path: Path) -> None:
+    pol = json.loads(policy_mod.DEFAULT_PATH.read_text(encoding="utf-8"))
+    for ph in pol["phases"]:  # weakened rules that keep the version label
+        for r in ph["rates"]:
+            r.update(min_fixtures=1, max_upper_bound=1.0)
+    pfile = tmp_path / "relaxed.json"
+    pfile.write_text(json.dumps(pol), encoding="utf-8")
+    relaxed = policy_mod.load(pfile)
+    assert relaxed.version == "gate-policy/1" and relaxed.digest != policy_mod.load().digest
+    docs = [make(p, fixtures=2, policy_digest=relaxed.digest) for p in PLATFORMS]
+    result = judge(tmp_path, docs, 3)  # the bundled policy judges: refused, not relaxed
+    assert "policy.version_mismatch" in codes_of(result)
+    assert judge(tmp_path, docs, 3, policy=str(pfile)).verdict == "GO"
+    # and the same rules in another layout (indentation, key order) are the same policy
+    pfile.write_text(json.dumps(pol, indent=3), encoding="utf-8")
+    assert policy_mod.load(pfile).digest == relaxed.digest
 
 
 def test_evidence_from_another_policy_version_is_refused(tmp_path: Path) -> None:
