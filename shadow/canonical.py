@@ -56,12 +56,6 @@ def has_secret(text: str) -> bool:
     return any(f.category == "secret" for f in anticorruption.scan(text, trusted=True))
 
 
-def has_injection(text: str) -> bool:
-    if not text:
-        return False
-    return any(f.category == "injection" for f in anticorruption.scan(text, trusted=False))
-
-
 @dataclass(frozen=True, slots=True)
 class CanonItem:
     """One canonical ContextItem plus what the surface adapters need to match it."""

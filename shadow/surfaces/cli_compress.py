@@ -142,8 +142,3 @@ def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None
                          facts={"limits": cli_limits(capture), "order": "pinned_block"})
 
 
-def drops_by_reason(drops: Sequence[Drop]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for d in drops:
-        out[d.reason] = out.get(d.reason, 0) + 1
-    return out
