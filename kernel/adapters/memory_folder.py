@@ -150,10 +150,15 @@ class MemoryFolder:
         self._clock = clock or (lambda: datetime.now(UTC))
         self._index: LexicalIndex | None = None
         self._manifest: dict[str, str] | None = None
+        # Nothing is created here: reading a folder (or one that does not exist) leaves it
+        # as it was; the writers make the directories they write into.
+        if os.path.lexists(self.root) and not os.path.isdir(self.root):
+            raise StoreFailure("memory store folder is not usable")
+
+    def _ensure_root(self) -> None:
+        """The store folder itself, for a writer (``memory_add_note``, ``consolidate``)."""
         try:
             os.makedirs(self.root, exist_ok=True)
-            ensure_dirs(self.root, ROLLOUTS)
-            ensure_dirs(self.root, NOTES)
         except OSError as exc:
             raise StoreFailure("memory store folder is not usable") from exc
 
@@ -199,6 +204,8 @@ class MemoryFolder:
                 if sum(map(len, chunks)) > MAX_FILE_BYTES:
                     break
             return b"".join(chunks)
+        except OSError as exc:
+            raise StoreFailure("memory file could not be read") from exc
         finally:
             os.close(fd)
 
@@ -295,6 +302,7 @@ class MemoryFolder:
         stamp = self._clock().astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
         slug = "-".join(re.findall(r"[a-z0-9]+", unicodedata.normalize("NFKC", title).lower()))
         base = f"{stamp}-{slug[:48].strip('-') or 'note'}"
+        self._ensure_root()
         try:
             ensure_dirs(self.root, NOTES)
             for n in range(1, 1000):
@@ -342,8 +350,8 @@ class MemoryFolder:
         try:
             ensure_dirs(self.root, INDEX_FILE[:-1])
             replace_beneath(self.root, INDEX_FILE, _json(wire))
-        except OSError:
-            pass  # the index is derived: failing to persist it loses nothing
+        except (OSError, MemoryPathRejected):
+            pass  # the index is derived: failing to persist it (or a link) loses nothing
         self._index, self._manifest = index, manifest
         return index
 
@@ -362,6 +370,8 @@ class MemoryFolder:
             data = self._read_bytes(INDEX_FILE)
         except MemoryNotFound:
             return self._build(files, manifest), None  # deleted: rebuilt, nothing lost
+        except (MemoryPathRejected, StoreFailure):
+            return None, "index_corrupt"  # a link, FIFO or unreadable file: rebuilt over
         try:
             wire = json.loads(data.decode("utf-8"))
             body = {k: v for k, v in wire.items() if k != "digest"}
@@ -426,6 +436,7 @@ class MemoryFolder:
         """Fold new ad-hoc notes into ``MEMORY.md`` and regenerate ``memory_summary.md``."""
         report: dict[str, Any] = {"consolidated": [], "review": [], "skipped": [],
                                   "degraded": None}  # fmt: skip
+        self._ensure_root()
         try:
             memory = "\n".join(_lines(self._read_bytes((MEMORY,)), MEMORY)) + "\n"
         except MemoryNotFound:

@@ -31,12 +31,21 @@ filesystem walk).  Rejected, each with its own ``reason``:
 platform).  The walk opens each directory relative to its parent with ``O_NOFOLLOW`` (and
 ``O_DIRECTORY``) where the platform supports ``dir_fd``, so a component swapped for a link
 after the check is still refused; elsewhere it checks each component with ``lstat``.
+
+A memory file is ``lstat``-ed before it is opened — anything but a regular file with one
+link is refused without opening it — and read opens add ``O_NONBLOCK`` where it exists, so a
+FIFO swapped in after the check cannot block either.  Writes never open an existing path by
+name: a new note is created ``O_CREAT|O_EXCL``; an atomic replace stages under a *random*
+name created ``O_CREAT|O_EXCL`` (mode 0600), fsyncs it and ``os.replace``-s it onto the
+target — which renames over a link at the target, never through it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import secrets
 import stat
 import unicodedata
 from collections.abc import Iterator
@@ -178,15 +187,21 @@ FD_WALK: Final = (
 _NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY: Final = getattr(os, "O_DIRECTORY", 0)
 _BINARY: Final = getattr(os, "O_BINARY", 0)
+#: Opening a FIFO for reading blocks until a writer comes; with O_NONBLOCK it returns at
+#: once (and the fstat check then refuses it).  No effect on regular files.
+_NONBLOCK: Final = getattr(os, "O_NONBLOCK", 0)
+_TEMP_TRIES: Final = 16
 
 
 def _check_stat(st: os.stat_result, path: str, final: bool) -> None:
+    """``final``: the memory file itself — a regular file with one link, nothing else;
+    otherwise a directory on the way to it."""
     if stat.S_ISLNK(st.st_mode):
         raise _reject("symlink", path, "symbolic links are not followed in the memory store")
     if final:
-        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        if not stat.S_ISREG(st.st_mode):
             raise _reject("not_regular", path, "only regular files can be memory files")
-        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        if st.st_nlink > 1:
             raise _reject("hardlink", path, "hard-linked files are not accepted")
     elif not stat.S_ISDIR(st.st_mode):
         raise _reject("not_found", path, "a parent of the memory path is not a directory")
@@ -220,33 +235,44 @@ def walk_beneath(root: str, segments: tuple[str, ...]) -> Iterator[int]:
 
 
 def open_beneath(root: str, segments: tuple[str, ...], flags: int, mode: int = 0o644) -> int:
-    """Open ``root/segments`` (a file) without following links anywhere on the path."""
+    """Open the file ``root/segments`` without following links anywhere on the path.
+
+    An existing file is ``lstat``-checked before it is opened (a link, a hard-linked file,
+    a FIFO, socket, device or directory is refused unopened) and checked again on the open
+    descriptor; a read-only open adds ``O_NONBLOCK``, so a FIFO put there in between does
+    not block.  ``FileNotFoundError`` when it does not exist (and ``flags`` do not create
+    it)."""
     display = "/".join(segments)
+    flags |= _NOFOLLOW | _BINARY
+    if flags & (os.O_WRONLY | os.O_RDWR) == 0:
+        flags |= _NONBLOCK
     if not FD_WALK:
         current = root
         for i, seg in enumerate(segments):
             current = os.path.join(current, seg)
             if os.path.lexists(current):
                 _check_stat(os.lstat(current), display, final=i == len(segments) - 1)
-        fd = os.open(current, flags | _BINARY | _NOFOLLOW, mode)
-        _check_stat(os.fstat(fd), display, final=True)
-        return fd
+        return _checked(os.open(current, flags, mode), display)
     with walk_beneath(root, segments[:-1]) as parent:
+        name = segments[-1]
+        with contextlib.suppress(FileNotFoundError):  # to be created, or the open says so
+            _check_stat(os.stat(name, dir_fd=parent, follow_symlinks=False), display, True)
         try:
-            fd = os.open(segments[-1], flags | _NOFOLLOW, mode, dir_fd=parent)
+            fd = os.open(name, flags, mode, dir_fd=parent)
         except OSError:
-            try:
-                st = os.lstat(segments[-1], dir_fd=parent)
-            except OSError:
-                raise
-            _check_stat(st, display, final=True)
+            _check_stat(os.stat(name, dir_fd=parent, follow_symlinks=False), display, True)
             raise
-        try:
-            _check_stat(os.fstat(fd), display, final=True)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+        return _checked(fd, display)
+
+
+def _checked(fd: int, display: str) -> int:
+    """``fd`` if it is a regular file with one link (closed and refused otherwise)."""
+    try:
+        _check_stat(os.fstat(fd), display, final=True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def ensure_dirs(root: str, segments: tuple[str, ...]) -> None:
@@ -277,20 +303,45 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def replace_beneath(root: str, segments: tuple[str, ...], data: bytes) -> None:
-    """Atomically replace the file ``root/segments`` with ``data`` (temp file + fsync +
-    ``os.replace`` in the same directory; a link at the target is replaced, not followed)."""
-    temp = (*segments[:-1], f".tmp-{segments[-1]}-{os.getpid()}")
-    fd = open_beneath(root, temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    try:
-        write_all(fd, data)
-    finally:
-        os.close(fd)
-    if FD_WALK:
-        with walk_beneath(root, segments[:-1]) as parent:
-            os.replace(temp[-1], segments[-1], src_dir_fd=parent, dst_dir_fd=parent)
-    else:
-        base = os.path.join(root, *segments[:-1])
-        os.replace(os.path.join(base, temp[-1]), os.path.join(base, segments[-1]))
+    """Atomically replace the file ``root/segments`` with ``data``.
+
+    The bytes are staged in a new file of a random name (``.tmp-<name>-<random>``, created
+    ``O_CREAT|O_EXCL``, mode 0600: never an existing path, never through a link planted at a
+    predictable name), fsynced, then ``os.replace``-d onto the target in the same directory
+    — a link at the target is replaced, never followed.  On any failure the staged file is
+    removed."""
+    parent, name = segments[:-1], segments[-1]
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY
+    with walk_beneath(root, parent) as dir_fd:
+        base = os.path.join(root, *parent)
+        for _ in range(_TEMP_TRIES):
+            temp = f".tmp-{name}-{secrets.token_hex(8)}"
+            try:
+                if FD_WALK:
+                    fd = os.open(temp, flags, 0o600, dir_fd=dir_fd)
+                else:
+                    fd = os.open(os.path.join(base, temp), flags, 0o600)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(f"no free temporary name for {'/'.join(segments)}")
+        try:
+            try:
+                write_all(fd, data)
+            finally:
+                os.close(fd)
+            if FD_WALK:
+                os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            else:
+                os.replace(os.path.join(base, temp), os.path.join(base, name))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                if FD_WALK:
+                    os.unlink(temp, dir_fd=dir_fd)
+                else:
+                    os.unlink(os.path.join(base, temp))
+            raise
 
 
 def move_beneath(root: str, src: tuple[str, ...], dst: tuple[str, ...]) -> None:

@@ -43,6 +43,7 @@ def folder(tmp_path: Path) -> MemoryFolder:
     (root / "rollout_summaries" / "2026-09-01.md").write_bytes(
         "# Rollout\r\n\r\nrate_limit raised to 200\r\n数据库备份每晚执行\r\n".encode()
     )
+    (root / NOTES).mkdir(parents=True)  # MemoryFolder creates nothing until it writes
     return MemoryFolder(root, clock=_clock)
 
 
