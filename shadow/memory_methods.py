@@ -379,7 +379,7 @@ def _fail(method: str, pointer: str, expected: str, got: Any) -> InputError:
 
 
 @contextlib.contextmanager
-def _store(p: Mapping[str, Any], method: str) -> Iterator[MemoryPort]:
+def _store(p: Mapping[str, Any], method: str, read_only: bool = False) -> Iterator[MemoryPort]:
     if "memory" in p and "memoryStore" in p:
         raise InputError(f"<{method} params>", "", "at most one of memory, memoryStore", "both")
     if "memoryStore" in p:
@@ -398,7 +398,7 @@ def _store(p: Mapping[str, Any], method: str) -> Iterator[MemoryPort]:
                 "an existing SQLite memory store",
                 "no such file",
             )
-        sqlite = SqliteMemoryPort(path)
+        sqlite = SqliteMemoryPort(path, read_only=read_only)  # a read changes nothing
         try:
             yield sqlite
         finally:
@@ -445,7 +445,7 @@ def _recall(params: Any) -> dict[str, Any]:
             RecallSnapshotPort(memory)
         )
     else:
-        seeded = _store(params, method)
+        seeded = _store(params, method, read_only=True)
     with seeded as port:
         outcome: list[Any] = []
 

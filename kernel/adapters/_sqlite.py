@@ -1,18 +1,41 @@
-"""Shared SQLite plumbing of the SQLite adapters: WAL connection, transactions, queries.
+"""Shared SQLite plumbing of the SQLite adapters: connections, transactions, queries.
 
-Every sqlite3 error is translated to :class:`kernel.errors.StoreFailure` here (the
-store's fault), so the adapters' own code speaks only in kernel terms.
+Two ways in: :func:`open_wal` (a writer: WAL, full sync, the schema created) and
+:func:`open_read_only` (a reader: ``mode=ro``, nothing created — no file, no table, no
+journal-mode switch; a file that is missing, not SQLite or without the adapter's tables is
+:class:`StoreNotFound`).  Every sqlite3 error is translated to
+:class:`kernel.errors.StoreFailure` here (the store's fault), so the adapters' own code
+speaks only in kernel terms.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+from urllib.parse import quote
 
-from kernel.errors import StoreFailure
+from kernel.errors import InvalidArgument, KernelError, StoreFailure
+
+_MAGIC: Final = b"SQLite format 3\x00"
+_HEADER: Final = 100
+
+
+class StoreNotFound(KernelError):
+    """A read-only open found no store of this kind at the path (the caller's path):
+    ``details["reason"]`` is ``missing``, ``empty``, ``not_sqlite`` or ``no_schema``."""
+
+    default_code = "not_found"
+
+
+class StoreReadOnly(InvalidArgument):
+    """A write through a store opened read-only (the caller's bug)."""
+
+    default_code = "store_read_only"
 
 
 def open_wal(path: Path, timeout: float, schema: str, what: str) -> sqlite3.Connection:
@@ -26,6 +49,84 @@ def open_wal(path: Path, timeout: float, schema: str, what: str) -> sqlite3.Conn
     except sqlite3.Error as exc:
         raise StoreFailure(f"cannot open the SQLite {what}", details={}) from exc
     return conn
+
+
+def _uri(path: Path, *options: str) -> str:
+    """``file:`` URI of ``path`` (absolute; ``?``, ``#``, ``%``, spaces and non-ASCII
+    percent-quoted; a Windows drive or UNC path as SQLite expects it)."""
+    absolute = Path(os.path.abspath(path)).as_posix()  # "/a/b", "C:/a/b", "//host/share/b"
+    if not absolute.startswith("/"):
+        absolute = "/" + absolute
+    return "file://" + quote(absolute, safe="/:") + "?" + "&".join(("mode=ro", *options))
+
+
+def _header(path: Path, not_found: type[StoreNotFound]) -> bytes:
+    """The database header, read without blocking (a FIFO there is refused)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise not_found("no SQLite store at this path", details={"reason": "not_sqlite"})
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise not_found("no SQLite store at this path", details={"reason": "missing"}) from None
+    except OSError as exc:
+        raise StoreFailure("cannot read the SQLite store", details={}) from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise not_found("no SQLite store at this path", details={"reason": "not_sqlite"})
+        return os.read(fd, _HEADER)
+    except OSError as exc:
+        raise StoreFailure("cannot read the SQLite store", details={}) from exc
+    finally:
+        os.close(fd)
+
+
+def _tables(conn: sqlite3.Connection) -> frozenset[str]:
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return frozenset(str(name) for (name,) in rows)
+
+
+def open_read_only(
+    path: Path,
+    timeout: float,
+    required: frozenset[str],
+    what: str,
+    not_found: type[StoreNotFound] = StoreNotFound,
+) -> tuple[sqlite3.Connection, frozenset[str]]:
+    """A read-only connection (``mode=ro``, ``query_only``) and the tables present.
+
+    Nothing is created or changed: the file is never created, no table is made, the
+    journal mode is left as it is.  ``not_found`` (``reason``) for a path with no file, an
+    empty or non-SQLite file, or a database without every table in ``required`` — its
+    schema is probed with ``immutable=1`` when it is in WAL mode with no ``-wal`` file (no
+    connection is open: nothing can be missed, and SQLite creates no ``-wal``/``-shm``
+    beside a database that is not ours).  Reading a WAL-mode store itself needs those
+    side files, which SQLite then creates; the database file is never written."""
+    header = _header(path, not_found)
+    if not header:
+        raise not_found(f"no SQLite {what} at this path", details={"reason": "empty"})
+    if len(header) < _HEADER or not header.startswith(_MAGIC):
+        raise not_found(f"no SQLite {what} at this path", details={"reason": "not_sqlite"})
+    schema = {"reason": "no_schema"}
+    try:
+        wal = header[18] == 2 or header[19] == 2
+        if wal and not os.path.lexists(f"{os.fspath(path)}-wal"):
+            probe = sqlite3.connect(_uri(path, "immutable=1"), uri=True, timeout=timeout)
+            with closing(probe):
+                if not required <= _tables(probe):
+                    raise not_found(f"no SQLite {what} at this path", details=schema)
+        conn = sqlite3.connect(_uri(path), uri=True, timeout=timeout, isolation_level=None)
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            tables = _tables(conn)
+        except BaseException:
+            conn.close()
+            raise
+    except sqlite3.Error as exc:
+        raise StoreFailure(f"cannot open the SQLite {what} read-only", details={}) from exc
+    if not required <= tables:
+        conn.close()
+        raise not_found(f"no SQLite {what} at this path", details=schema)
+    return conn, tables
 
 
 @contextmanager

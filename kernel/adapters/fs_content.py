@@ -18,34 +18,36 @@ file, fsynced (``durable``), then published with ``os.replace`` (atomic on
 POSIX and Windows).  A 100 MiB result is never copied in memory: bytes input is
 sliced through a ``memoryview``; streams are read chunk by chunk.
 
-The calling thread hashes; from the first chunk of 256 KiB up, a helper thread
-does all the file work meanwhile — creating the temp file, writing every chunk,
-the fsync, the ref record's temp file (its content is the policy only, known
-before the digest) — because ``hashlib`` and ``os.write`` release the GIL.  The
-hash never waits for a thread to be scheduled, so a put costs about one SHA-256
-pass; after the digest only two renames remain.  At most three chunks are
-referenced at once (one hashed, one queued, one being written); the helper
-lives only for the duration of one ``put``, and if it has not run by the time
-the hash is done (every core busy) the caller does the writing itself and the
-helper exits at once when it is scheduled, holding nothing.  ``get`` re-hashes
+By default a put hashes and writes on the caller's thread and starts no thread
+(ADR 0012).  ``executor=`` (a :class:`concurrent.futures.Executor` the caller owns —
+its size and lifetime are the caller's) opts in to overlapping the two for bytes input
+of at least ``PARALLEL_MIN``: the file work (temp file, writes, fsync, the ref record's
+temp file — all independent of the digest) is submitted to it while the caller hashes;
+if the job has not started by the time the hash is done (the pool is busy), it is
+cancelled and the caller writes itself, so a put never waits behind other work.
+Streams always run on the caller's thread.
+
+The directories are made by the first ``put``: reading a store (``get``,
+``object_ids``, ``purge`` of an absent ref) creates nothing.  ``get`` re-hashes
 what it reads (``digest_mismatch`` on any difference), a missing object is
-``content_unavailable``, and the stored policy is re-checked against the reader
-(:func:`kernel.content.check_access`).  ``purge`` removes the ref and, when no
-other ref shares it, the blob.
+``content_unavailable``, a ref or blob that is not a regular file (a FIFO, a
+device) is ``store_failure`` without blocking, and the stored policy is
+re-checked against the reader (:func:`kernel.content.check_access`).  ``purge``
+removes the ref and, when no other ref shares it, the blob.
 """
 
 from __future__ import annotations
 
-import _thread
 import contextlib
 import hashlib
 import json
 import os
-import queue
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any, Final
 
+from kernel.adapters._files import read_regular
 from kernel.content import DIGEST_PREFIX, check_access, object_id_for, ref_summary
 from kernel.errors import ContentUnavailable, DigestMismatch, InvalidArgument, StoreFailure
 from kernel.ports import (
@@ -57,8 +59,8 @@ from kernel.ports import (
 )
 
 MIB: Final = 1024 * 1024
-#: From a chunk this large on, the file work moves to a helper thread (below, starting
-#: a thread costs more than the overlap saves).
+#: With an ``executor``, bytes input from this size on has its file work submitted to it
+#: (below, handing a job over costs more than the overlap saves).
 PARALLEL_MIN: Final = 256 * 1024
 _HEX = frozenset("0123456789abcdef")
 
@@ -139,8 +141,8 @@ class _Staged:
 class _Files:
     """The file work of one ``put``: the blob's temp file and the ref record's.
 
-    Everything here is independent of the digest, so it runs beside the hash (on the
-    helper thread for large content).  ``staged`` lists every temp file created, for
+    Everything here is independent of the digest, so it can run beside the hash (on an
+    ``executor``, when the port has one).  ``staged`` lists every temp file created, for
     the caller to discard unless published."""
 
     __slots__ = ("blob", "policy", "port", "ref", "staged", "suffix", "summary")
@@ -160,6 +162,12 @@ class _Files:
         fd, view, write = self.blob.fd, memoryview(chunk), os.write
         while view:
             view = view[write(fd, view) :]
+
+    def write_all(self, chunks: list[bytes | memoryview]) -> None:
+        """Every chunk, then :meth:`finish` (one job on an executor)."""
+        for chunk in chunks:
+            self.write(chunk)
+        self.finish()
 
     def finish(self) -> None:
         """Seal the blob; stage and seal the ref record (the policy); derive the ref's
@@ -182,155 +190,6 @@ def _record(policy: ContentPolicy) -> bytes:
     return json.dumps({"policy": _policy_wire(policy)}, sort_keys=True).encode("utf-8")
 
 
-class _Helper:
-    """The process's long-lived file-work thread for bytes puts (started on first use).
-
-    Handing a job to a waiting thread costs the caller a lock release (≈ 2 µs); starting
-    a thread costs it ≈ 25–90 µs, a sixth of the hash of 1 MiB.  While the helper is
-    busy (another thread's put) a job gets a thread of its own instead, so concurrent
-    puts never queue behind each other.  A job never waits for its caller, so the helper
-    cannot deadlock with one; a forked child starts its own helper (the pid changes).
-    """
-
-    _lock = _thread.allocate_lock()
-    _jobs: queue.SimpleQueue[tuple[Callable[[_thread.LockType], None], _thread.LockType]]
-    _pid = -1  # the process the helper runs in
-    _idle = False  # set by the helper while it waits for a job
-
-    @classmethod
-    def run(cls, fn: Callable[[_thread.LockType], None], done: _thread.LockType) -> None:
-        """Run ``fn(done)`` on the helper, or on a new thread while it is busy."""
-        with cls._lock:
-            if cls._pid != os.getpid():
-                cls._jobs, cls._pid, cls._idle = queue.SimpleQueue(), os.getpid(), False
-                _thread.start_new_thread(cls._loop, (cls._jobs,))  # raises: none started
-            elif cls._idle:
-                cls._idle = False
-                cls._jobs.put((fn, done))
-                return
-        _thread.start_new_thread(fn, (done,))
-
-    @classmethod
-    def _loop(
-        cls, jobs: queue.SimpleQueue[tuple[Callable[[_thread.LockType], None], _thread.LockType]]
-    ) -> None:
-        while True:
-            with cls._lock:
-                cls._idle = True
-            fn, done = jobs.get()
-            fn(done)  # never raises: errors are kept on the job
-            del fn, done  # hold nothing of the caller's between jobs
-
-    @classmethod
-    def _forget(cls) -> None:
-        """In a forked child: no helper runs there, and the lock may be held forever."""
-        cls._lock, cls._pid, cls._idle = _thread.allocate_lock(), -1, False
-
-
-if hasattr(os, "register_at_fork"):  # POSIX; elsewhere the pid check above suffices
-    os.register_at_fork(after_in_child=_Helper._forget)
-
-
-class _Writer:
-    """Runs a put's :class:`_Files` work on a helper thread while the caller hashes.
-
-    Bytes input: every chunk is known at once, the job goes to :class:`_Helper` and
-    never waits for the caller.  Streams: chunks are written in order as they are
-    read; ``queue`` holds one chunk, so a slow disk blocks the producer instead of
-    buffering the stream, and the job gets a thread of its own (a bare ``_thread``
-    thread: ``threading.Thread.start`` waits until the new thread is scheduled).  A
-    job reports through ``done``, released as its last action.  Whoever takes
-    ``claim`` first does the file work: if the helper has still not started it when
-    the caller has hashed everything (every core busy), the caller writes the pending
-    chunks itself; the helper then finds the claim taken and drops the job at once,
-    holding nothing.
-    """
-
-    __slots__ = ("_claim", "_done", "_first", "_queue", "_rest", "error", "files")
-
-    def __init__(
-        self,
-        files: _Files,
-        first: bytes | memoryview,
-        rest: Iterator[bytes | memoryview] | None = None,
-    ) -> None:
-        """``rest``: every further chunk, known now (bytes input); ``None``: they come
-        through :meth:`feed`."""
-        self.files = files
-        self.error: BaseException | None = None
-        self._rest = rest
-        self._queue: queue.Queue[bytes | memoryview | None] | None = None
-        self._claim = _thread.allocate_lock()
-        self._first: bytes | memoryview | None = first  # handed over without a queue trip
-        done = _thread.allocate_lock()
-        done.acquire()
-        if rest is None:
-            self._queue = queue.Queue(maxsize=1)
-            _thread.start_new_thread(self._run, (done,))  # raises: no thread started
-        else:
-            _Helper.run(self._run, done)
-        self._done: _thread.LockType | None = done
-
-    def feed(self, chunk: bytes | memoryview) -> None:
-        assert self._queue is not None
-        self._queue.put(chunk)
-
-    def _work(self, chunks: Iterable[bytes | memoryview]) -> None:
-        try:
-            first, self._first = self._first, None
-            if first is not None:
-                self.files.write(first)
-                del first  # hold no more than the chunk being written
-            for chunk in chunks:
-                self.files.write(chunk)
-                del chunk
-            self.files.finish()
-        except BaseException as exc:
-            self.error = exc
-            for _ in chunks:  # keep draining: never block the producer
-                pass
-
-    def _run(self, done: _thread.LockType) -> None:
-        try:
-            if self._claim.acquire(False):
-                self._work(self._rest if self._rest is not None else self._fed())
-        finally:
-            done.release()
-
-    def _fed(self) -> Iterator[bytes | memoryview]:
-        assert self._queue is not None
-        return iter(self._queue.get, None)
-
-    def _pending(self) -> Iterator[bytes | memoryview]:
-        if self._queue is None:
-            return
-        while True:
-            try:
-                chunk = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if chunk is not None:
-                yield chunk
-
-    def close(self, *, complete: bool) -> None:
-        """Wait for the file work (``complete``: every chunk has been fed) or stop it;
-        idempotent.  Never leaves the helper running."""
-        if self._done is None:
-            return
-        if self._claim.acquire(False):  # the helper never ran: do it here, do not wait
-            if complete:
-                self._work(self._rest if self._rest is not None else self._pending())
-            else:
-                self._first = self._rest = None
-                for _ in self._pending():
-                    pass
-        else:
-            if self._queue is not None:
-                self._queue.put(None)
-            self._done.acquire()  # released by the helper's last statement
-        self._done = None
-
-
 class FsContentPort:
     """ContentPort over a directory; safe for concurrent writers (atomic renames)."""
 
@@ -341,15 +200,20 @@ class FsContentPort:
         store: str = "fs-content",
         chunk_size: int = 4 * MIB,
         durable: bool = True,
+        executor: Executor | None = None,
     ) -> None:
+        """``executor``: opt in to overlapping a large bytes put's file work with its hash
+        (module docstring); ``None`` (the default) does everything on the caller's thread."""
         if not MIB <= chunk_size <= 4 * MIB:
             raise InvalidArgument("chunk_size must be 1-4 MiB", details={"field": "chunk_size"})
         self.root = Path(root)
         self.store = store
         self.chunk_size = chunk_size
         self.durable = durable
-        for sub in ("blobs", "refs", "tmp"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self.executor = executor
+        if os.path.lexists(self.root) and not self.root.is_dir():
+            raise StoreFailure("the content store root is not a directory", details={})
+        self._ready = False  # blobs/, refs/, tmp/ made (by the first put, never by a read)
         self._dirs: set[str] = set()  # shard directories known to exist (never removed)
         self._blobs = os.path.join(self.root, "blobs")
         self._refs = os.path.join(self.root, "refs")
@@ -379,6 +243,13 @@ class FsContentPort:
         temp = _Staged(fd, path)
         staged.append(temp)
         return temp
+
+    def _prepare(self) -> None:
+        """The store's directories, made before the first write."""
+        if not self._ready:
+            for sub in (self._blobs, self._refs, self._tmp):
+                os.makedirs(sub, exist_ok=True)
+            self._ready = True
 
     def _shard(self, parent: str) -> bool:
         """Make sure the shard directory ``parent`` exists; True when this call created
@@ -419,36 +290,20 @@ class FsContentPort:
         hex_digest = ""
         length = 0
         try:
-            writer: _Writer | None = None
-            try:
-                if (
-                    isinstance(content, bytes | bytearray | memoryview)
-                    and (view := memoryview(content).cast("B")).nbytes >= PARALLEL_MIN
-                ):  # every chunk is known now: the helper never waits for the caller
-                    pieces = list(_chunks(view, self.chunk_size))
-                    writer = _Writer(files, pieces[0], iter(pieces[1:]))
-                    for piece in pieces:
-                        hasher.update(piece)
-                    length, content = len(view), b""
-                    del pieces, piece
+            self._prepare()
+            if (
+                self.executor is not None
+                and isinstance(content, bytes | bytearray | memoryview)
+                and (view := memoryview(content).cast("B")).nbytes >= PARALLEL_MIN
+            ):
+                length = self._put_overlapped(files, hasher, view, self.executor)
+                del view
+            else:
                 for chunk in _chunks(content, self.chunk_size):
-                    if writer is not None:
-                        writer.feed(chunk)  # written meanwhile on the helper thread
-                    elif len(chunk) >= PARALLEL_MIN:
-                        writer = _Writer(files, chunk)
-                    else:
-                        files.write(chunk)
                     hasher.update(chunk)
+                    files.write(chunk)
                     length += len(chunk)
-                if writer is None:
-                    files.finish()
-                else:
-                    writer.close(complete=True)
-                    if writer.error is not None:
-                        raise writer.error
-            finally:
-                if writer is not None:
-                    writer.close(complete=False)
+                files.finish()
             hex_digest = hasher.hexdigest()
             hashed = True
             assert files.blob is not None and files.ref is not None
@@ -494,10 +349,42 @@ class FsContentPort:
             access_policy=policy.access_policy,
         )
 
+    def _put_overlapped(
+        self, files: _Files, hasher: hashlib._Hash, view: memoryview, executor: Executor
+    ) -> int:
+        """Hash ``view`` here while ``executor`` does the file work; returns the length.
+
+        A job the pool has not started when the hash is done is cancelled and done here
+        (never wait behind other work), as is one a shut-down pool refuses; a job that
+        started is waited for, and its error raised.  Every chunk reference is dropped
+        before returning."""
+        pieces = list(_chunks(view, self.chunk_size))
+        try:
+            try:
+                job: Future[None] | None = executor.submit(files.write_all, pieces)
+            except RuntimeError:  # the pool is shut down: the caller does the file work
+                job = None
+            try:
+                for piece in pieces:
+                    hasher.update(piece)
+            finally:
+                mine = job is None or job.cancel()  # True: it never ran, and never will
+                error = None if mine or job is None else job.exception()  # waits if started
+            if mine:
+                files.write_all(pieces)
+            elif error is not None:
+                raise error
+            return view.nbytes
+        finally:
+            pieces.clear()  # the job's argument too: no view of the caller's buffer stays
+
     def _load(self, ref: ContentRef) -> ContentPolicy:
         for path in self._ref_paths(ref.object_id):
             try:
-                record = json.loads(path.read_bytes())
+                raw = read_regular(path)
+                if raw is None:
+                    raise ValueError("not a regular file")
+                record = json.loads(raw)
             except FileNotFoundError:
                 continue
             except (OSError, ValueError) as exc:
@@ -514,13 +401,14 @@ class FsContentPort:
         data: bytes | None = None
         for path in self._blob_paths(hex_digest):
             try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-                break
+                data = read_regular(path)
             except FileNotFoundError:
                 continue
             except OSError as exc:
                 raise StoreFailure("cannot read content", details={}) from exc
+            if data is None:
+                raise StoreFailure("content object is not a regular file", details={})
+            break
         if data is None:
             raise ContentUnavailable(
                 "content object is missing", details={"objectId": ref.object_id}
@@ -554,6 +442,8 @@ class FsContentPort:
     def sweep_temps(self) -> int:
         """Remove staging files left by a crashed writer; returns how many."""
         removed = 0
+        if not os.path.isdir(self._tmp):
+            return removed
         for temp in (self.root / "tmp").iterdir():
             with contextlib.suppress(FileNotFoundError):
                 temp.unlink()

@@ -27,6 +27,11 @@ Every write takes an exclusive file lock, re-reads and verifies the chain,
 compares the head (compare-and-swap), drops a torn tail left by a crash, then
 appends the whole line with one ``O_APPEND`` write and ``fsync``.  A broken
 chain is :class:`kernel.errors.StoreFailure`; the kernel never compacts it.
+
+Reads create nothing: the directory is made by the first write (with its lock file),
+and a transcript is read only if it is a regular file (checked before and after a
+non-blocking open, so a FIFO there fails at once with ``StoreFailure`` instead of
+blocking the read).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from kernel.adapters._files import read_regular
 from kernel.adapters.jsonl_chain import (
     ChainReport,
     FileLock,
@@ -104,8 +110,7 @@ class JsonlSessionPort:
         lock_mode: str = "",
         lock_timeout: float = 120.0,
     ) -> None:
-        self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root = Path(root)  # created by the first write, never by a read
         self._profile: Profile = profile
         self._sinks = tuple(allowed_sinks)
         self._clock = clock or (lambda: int(time.time() * 1000))
@@ -126,7 +131,13 @@ class JsonlSessionPort:
         return self.root / f"{session_id}.jsonl"
 
     def _lock(self, session_id: str) -> FileLock:
+        """The session's write lock (every write takes it first: the directory is made
+        here)."""
         path = self.path(session_id)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreFailure("cannot create the session directory", details={}) from exc
         return FileLock(
             path.with_name(path.name + ".lock"), timeout=self._lock_timeout, mode=self._lock_mode
         )
@@ -134,11 +145,15 @@ class JsonlSessionPort:
     def verify(self, session_id: str) -> ChainReport:
         path = self.path(session_id)
         try:
-            raw = path.read_bytes()
+            raw = read_regular(path)
         except FileNotFoundError:
             return ChainReport(status="not-found")
         except OSError as exc:
             raise StoreFailure("cannot read session transcript", details={}) from exc
+        if raw is None:
+            raise StoreFailure(
+                "session transcript is not a regular file", details={"sessionId": session_id}
+            )
         return verify_bytes(raw)
 
     def _replay(self, session_id: str) -> Replay | None:

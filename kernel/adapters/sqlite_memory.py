@@ -15,6 +15,13 @@ transaction is durable; a crash leaves the last complete transaction.  Bodies ar
 JSON (ASCII-escaped, so lone surrogates survive); third-party errors become
 :class:`kernel.errors.StoreFailure`.  Indexes over memory content are projections
 elsewhere (recall) — never this table's authority.
+
+``read_only=True`` (what a read-only call such as ``recall_memory`` opens) changes
+nothing on disk: the database is opened ``mode=ro``; a missing file, a non-SQLite file or
+a database without the memory tables is :class:`MemoryStoreNotFound` (``not_found``);
+no table is created (an older store without ``conflicts`` reads as having none), the
+journal mode is left alone, and every write is :class:`StoreReadOnly`
+(``store_read_only``).
 """
 
 from __future__ import annotations
@@ -26,7 +33,14 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from kernel.adapters._sqlite import open_wal, query, transaction
+from kernel.adapters._sqlite import (
+    StoreNotFound,
+    StoreReadOnly,
+    open_read_only,
+    open_wal,
+    query,
+    transaction,
+)
 from kernel.errors import InvalidArgument, StoreFailure
 from kernel.memory_ports import CommitResult, MemoryCommit
 from kernel.normalize import normalize_memory_record
@@ -67,8 +81,15 @@ CREATE INDEX IF NOT EXISTS conflicts_memory_a ON conflicts(memory_a);
 CREATE INDEX IF NOT EXISTS conflicts_memory_b ON conflicts(memory_b);
 """
 
+#: The tables a store must have to be read (``conflicts`` came later: optional).
+_TABLES = frozenset({"meta", "records", "commits", "reconciliations"})
+
 #: Ids per ``IN (…)`` lookup (well under SQLite's host-parameter limit, twice per query).
 _CHUNK = 400
+
+
+class MemoryStoreNotFound(StoreNotFound):
+    """No SQLite memory store at the path (read-only open; the caller's path)."""
 
 
 def _dumps(value: Any) -> str:
@@ -83,11 +104,24 @@ class SqliteMemoryPort:
     """MemoryPort over one SQLite database file (safe across processes)."""
 
     def __init__(
-        self, path: str | Path, *, name: str = "sqlite-authority", timeout: float = 60.0
+        self,
+        path: str | Path,
+        *,
+        name: str = "sqlite-authority",
+        timeout: float = 60.0,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
         self._name = name
-        self._conn = open_wal(self.path, timeout, SCHEMA, "memory store")
+        self._read_only = read_only
+        if read_only:
+            self._conn, tables = open_read_only(
+                self.path, timeout, _TABLES, "memory store", MemoryStoreNotFound
+            )
+            self._has_conflicts = "conflicts" in tables
+        else:
+            self._conn = open_wal(self.path, timeout, SCHEMA, "memory store")
+            self._has_conflicts = True
 
     @property
     def name(self) -> str:
@@ -102,6 +136,19 @@ class SqliteMemoryPort:
 
     def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return query(self._conn, sql, args)
+
+    def _writable(self) -> None:
+        if self._read_only:
+            raise StoreReadOnly("the SQLite memory store was opened read-only", details={})
+
+    def _conflict_table(self) -> bool:
+        """Whether ``conflicts`` exists (a read-only port of an older store: a writer may
+        have added it since the open)."""
+        if not self._has_conflicts:
+            self._has_conflicts = bool(self._query(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'conflicts'"
+            ))  # fmt: skip
+        return self._has_conflicts
 
     @staticmethod
     def _put_record(conn: sqlite3.Connection, record: Mapping[str, Any]) -> str:
@@ -135,6 +182,7 @@ class SqliteMemoryPort:
     # ----------------------------------------------------------------- seeding
     def seed(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Preload records (normalized; each counts as one store revision)."""
+        self._writable()
         normalized = [normalize_memory_record(r) for r in records]
         try:
             with self._tx() as conn:
@@ -149,6 +197,7 @@ class SqliteMemoryPort:
         return _loads(rows[0][0]) if rows else None
 
     def commit(self, commit: MemoryCommit, expected_revision: int) -> CommitResult:
+        self._writable()
         record = normalize_memory_record(commit.record)
         try:
             with self._tx() as conn:
@@ -221,6 +270,7 @@ class SqliteMemoryPort:
         return _loads(rows[0][0]) if rows else None
 
     def put_reconciliation(self, operation: Mapping[str, Any]) -> None:
+        self._writable()
         try:
             with self._tx() as conn:
                 conn.execute(
@@ -235,6 +285,7 @@ class SqliteMemoryPort:
         return {rid: _loads(body) for rid, body in rows}
 
     def put_conflict(self, conflict: Mapping[str, Any]) -> bool:
+        self._writable()
         first, second = (str(m) for m in conflict["memoryIds"])
         try:
             with self._tx() as conn:
@@ -249,6 +300,8 @@ class SqliteMemoryPort:
         return stored
 
     def conflicts_of(self, memory_ids: Iterable[str]) -> list[dict[str, Any]]:
+        if not self._conflict_table():
+            return []
         ids = sorted(set(memory_ids))
         found: dict[str, str] = {}
         for start in range(0, len(ids), _CHUNK):
@@ -263,17 +316,21 @@ class SqliteMemoryPort:
         return [_loads(found[k]) for k in sorted(found)]
 
     def conflicts(self) -> list[dict[str, Any]]:
+        if not self._conflict_table():
+            return []
         rows = self._query("SELECT body FROM conflicts ORDER BY conflict_id")
         return [_loads(body) for (body,) in rows]
 
     # ----------------------------------------------------------------- test hooks
     def drop(self, memory_id: str) -> None:
         """An external actor lost the record (bypasses CAS and the store revision)."""
+        self._writable()
         with self._tx() as conn:
             conn.execute("DELETE FROM records WHERE memory_id = ?", (memory_id,))
 
     def restore(self, raw: Mapping[str, Any]) -> None:
         """An external restore put this record back (normalized; bypasses CAS)."""
+        self._writable()
         record = normalize_memory_record(raw)
         with self._tx() as conn:
             self._put_record(conn, record)

@@ -10,6 +10,8 @@ import re
 import threading
 import time
 import tracemalloc
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -198,42 +200,77 @@ def test_a_100_mib_result_is_never_held_twice(tmp_path: Path) -> None:
 
 
 def _live_threads() -> int:
-    """OS threads of this process (``_thread`` helpers are not in ``threading``)."""
+    """OS threads of this process (a bare ``_thread`` thread is not in ``threading``)."""
     task = Path("/proc/self/task")
     return len(list(task.iterdir())) if task.is_dir() else threading.active_count()
 
 
-def _settled_threads(baseline: int) -> int:
-    deadline = time.monotonic() + 2.0  # a released helper may take a moment to exit
-    while (count := _live_threads()) > baseline and time.monotonic() < deadline:
-        time.sleep(0.005)
-    return count
+@pytest.fixture
+def no_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starting a thread of any kind fails the test."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a put started a thread")
+
+    import _thread
+
+    monkeypatch.setattr(_thread, "start_new_thread", refuse)
+    monkeypatch.setattr(threading.Thread, "start", refuse)
 
 
-def _baseline_threads(tmp_path: Path) -> int:
-    """Thread count once the process's long-lived bytes helper exists (one per process,
-    started by the first large bytes put): puts must never add threads beyond it."""
-    FsContentPort(tmp_path / "warm", durable=False).put(bytes(PARALLEL_MIN), POLICY)
-    count, deadline = _live_threads(), time.monotonic() + 2.0
-    while time.monotonic() < deadline:  # the first use's own job thread exits
-        time.sleep(0.02)
-        if (now := _live_threads()) == count:
-            break
-        count = now
-    return count
+@pytest.fixture(params=["caller", "executor"])
+def executor(request: pytest.FixtureRequest) -> Iterator[ThreadPoolExecutor | None]:
+    """``caller``: the default (hash and write on the calling thread); ``executor``: the
+    opt-in overlap on a pool the caller owns."""
+    if request.param == "caller":
+        yield None
+        return
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="content-put") as pool:
+        yield pool
 
 
-def test_bytes_puts_reuse_one_helper_and_concurrent_puts_never_queue(tmp_path: Path) -> None:
-    baseline = _baseline_threads(tmp_path)
-    port = FsContentPort(tmp_path / "c", chunk_size=MIB, durable=False)
-    payloads = [os.urandom(PARALLEL_MIN + i) for i in range(8)]
-    for data in payloads[:4]:  # sequential: the helper is idle each time
-        assert port.get(port.put(data, POLICY), READER) == data
-    assert _settled_threads(baseline) <= baseline
+@pytest.mark.parametrize("shape", ["bytes", "file", "chunks"])
+def test_a_put_hashes_and_writes_on_the_callers_thread(
+    tmp_path: Path, no_threads: None, shape: str
+) -> None:
+    port = FsContentPort(tmp_path / "c", chunk_size=MIB)
+    data = os.urandom(3 * MIB + 5)
+    source: Any = {"bytes": data, "file": io.BytesIO(data),
+                   "chunks": iter([data[:MIB], data[MIB:]])}[shape]  # fmt: skip
+    before = _live_threads()
+    ref = port.put(source, POLICY)
+    assert ref.digest == "sha256:" + hashlib.sha256(data).hexdigest()
+    assert port.get(ref, READER) == data
+    assert _live_threads() == before  # no helper thread stays behind either
+    assert list((tmp_path / "c" / "tmp").iterdir()) == []
+
+
+def test_an_executor_takes_the_file_work_of_large_bytes_only(tmp_path: Path) -> None:
+    class Counting(ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            Counting.submitted += 1
+            return super().submit(fn, *args, **kwargs)
+
+    with Counting(max_workers=1) as pool:
+        port = FsContentPort(tmp_path / "c", chunk_size=MIB, durable=False, executor=pool)
+        plain = FsContentPort(tmp_path / "p", chunk_size=MIB, durable=False)
+        for data in (os.urandom(3 * MIB), os.urandom(PARALLEL_MIN)):
+            assert port.put(data, POLICY) == plain.put(data, POLICY)
+        assert Counting.submitted == 2
+        for source in (b"small", io.BytesIO(bytes(2 * MIB)), iter([bytes(2 * MIB)])):
+            port.put(source, POLICY)  # small bytes and streams: the caller's thread
+        assert Counting.submitted == 2
+
+
+def test_concurrent_puts(tmp_path: Path, executor: ThreadPoolExecutor | None) -> None:
+    port = FsContentPort(tmp_path / "c", chunk_size=MIB, durable=False, executor=executor)
+    payloads = [os.urandom(PARALLEL_MIN + i) * 4 for i in range(8)]
     refs: dict[int, ContentRef] = {}
 
-    def put(i: int) -> None:  # concurrent: a busy helper means a thread of one's own
-        refs[i] = port.put(payloads[i] * 4, POLICY)
+    def put(i: int) -> None:
+        refs[i] = port.put(payloads[i], POLICY)
 
     workers = [threading.Thread(target=put, args=(i,)) for i in range(8)]
     for worker in workers:
@@ -241,46 +278,37 @@ def test_bytes_puts_reuse_one_helper_and_concurrent_puts_never_queue(tmp_path: P
     for worker in workers:
         worker.join()
     for i, ref in refs.items():
-        assert ref.digest == "sha256:" + hashlib.sha256(payloads[i] * 4).hexdigest()
-        assert port.get(ref, READER) == payloads[i] * 4
+        assert ref.digest == "sha256:" + hashlib.sha256(payloads[i]).hexdigest()
+        assert port.get(ref, READER) == payloads[i]
     assert len(refs) == 8 and list((tmp_path / "c" / "tmp").iterdir()) == []
-    assert _settled_threads(baseline) <= baseline
 
 
-def test_a_bytes_put_lets_go_of_the_callers_buffer(tmp_path: Path) -> None:
-    port = FsContentPort(tmp_path / "c", durable=False)
+def test_a_bytes_put_lets_go_of_the_callers_buffer(
+    tmp_path: Path, executor: ThreadPoolExecutor | None
+) -> None:
+    port = FsContentPort(tmp_path / "c", durable=False, executor=executor)
     data = bytearray(os.urandom(2 * MIB))
     port.put(data, POLICY)
-    deadline = time.monotonic() + 2.0
-    while True:  # no memoryview of it is left on the helper: the buffer can be resized
-        try:
-            data.extend(b"x")
-            break
-        except BufferError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.005)
+    data.extend(b"x")  # no memoryview of it is left anywhere: the buffer can be resized
 
 
 @pytest.mark.parametrize("durable", [False, True])
-@pytest.mark.parametrize("first", [1000, 2 * MIB])  # inline hash / helper thread started
-def test_a_stream_breaking_mid_put_leaves_no_temp_files_and_no_thread(
-    tmp_path: Path, durable: bool, first: int
+@pytest.mark.parametrize("first", [1000, 2 * MIB])
+def test_a_stream_breaking_mid_put_leaves_no_temp_files(
+    tmp_path: Path, durable: bool, first: int, executor: ThreadPoolExecutor | None
 ) -> None:
-    port = FsContentPort(tmp_path / "c", chunk_size=MIB, durable=durable)
+    port = FsContentPort(tmp_path / "c", chunk_size=MIB, durable=durable, executor=executor)
 
     def broken() -> Any:
         yield bytes(first)
         yield bytes(MIB)
         raise OSError("connection reset mid-stream")
 
-    baseline = _baseline_threads(tmp_path)
     with pytest.raises(KernelError) as info:
         port.put(broken(), POLICY)
     assert info.value.code == "store_failure"
     assert list((tmp_path / "c" / "tmp").iterdir()) == []
     assert list(port.blobs()) == [] and port.object_ids() == []
-    assert _settled_threads(baseline) <= baseline
 
     class Interrupted(Exception):
         pass
@@ -292,25 +320,23 @@ def test_a_stream_breaking_mid_put_leaves_no_temp_files_and_no_thread(
     with pytest.raises(Interrupted):  # not an OSError: propagates as is, still cleaned up
         port.put(interrupted(), POLICY)
     assert list((tmp_path / "c" / "tmp").iterdir()) == []
-    assert _settled_threads(baseline) <= baseline
     ref = port.put(iter([bytes(first), bytes(MIB)]), POLICY)  # the store still works
     assert port.get(ref, READER) == bytes(first + MIB)
     assert list((tmp_path / "c" / "tmp").iterdir()) == []
 
 
-def test_a_failing_disk_write_mid_put_leaves_no_temp_files_and_no_thread(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_failing_disk_write_mid_put_leaves_no_temp_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: ThreadPoolExecutor | None
 ) -> None:
-    port = FsContentPort(tmp_path / "c", chunk_size=MIB)
+    port = FsContentPort(tmp_path / "c", chunk_size=MIB, executor=executor)
     real_write = os.write
     calls = itertools.count()
 
     def flaky_write(fd: int, data: Any) -> int:
-        if next(calls) == 1:  # the second chunk: written by the helper while the caller hashes
+        if next(calls) == 1:  # the second chunk
             raise OSError(28, "No space left on device")
         return real_write(fd, data)
 
-    baseline = _baseline_threads(tmp_path)
     monkeypatch.setattr(os, "write", flaky_write)
     with pytest.raises(KernelError) as info:
         port.put(bytes(3 * MIB), POLICY)
@@ -318,45 +344,26 @@ def test_a_failing_disk_write_mid_put_leaves_no_temp_files_and_no_thread(
     monkeypatch.undo()
     assert list((tmp_path / "c" / "tmp").iterdir()) == []
     assert list(port.blobs()) == [] and port.object_ids() == []
-    assert _settled_threads(baseline) <= baseline
 
 
-@pytest.mark.parametrize("shape", ["bytes", "stream"])
 @pytest.mark.parametrize("chunks", [1, 2])
-def test_the_caller_writes_itself_when_the_helper_is_never_scheduled(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: int, shape: str
-) -> None:
-    from kernel.adapters import fs_content
-
-    baseline = _baseline_threads(tmp_path)
-    real_start = fs_content._thread.start_new_thread
-    scheduled = threading.Event()  # the helper is stuck behind busy cores until set
-
-    def late_start(fn: Any, args: tuple[Any, ...]) -> int:
-        def late() -> None:
-            scheduled.wait(timeout=10)
-            fn(*args)
-
-        return real_start(late, ())
-
-    def late_run(fn: Any, done: Any) -> None:  # the long-lived helper, just as late
-        late_start(fn, (done,))
-
-    monkeypatch.setattr(fs_content._thread, "start_new_thread", late_start)
-    monkeypatch.setattr(fs_content._Helper, "run", staticmethod(late_run))
-    port = FsContentPort(tmp_path / "c", chunk_size=MIB, durable=False)
-    data = os.urandom(chunks * MIB)
-    source: Any = data if shape == "bytes" else iter([data[:MIB], data[MIB:]])
-    started = time.monotonic()
-    try:
-        ref = port.put(source, POLICY)
-        assert time.monotonic() - started < 5  # did not wait for the helper
-    finally:
-        scheduled.set()
+def test_a_busy_executor_never_delays_a_put(tmp_path: Path, chunks: int) -> None:
+    """The pool's only worker is stuck elsewhere: the put's job is taken back (never
+    started) and the caller writes itself instead of waiting."""
+    release = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(release.wait, 10)
+        port = FsContentPort(tmp_path / "c", chunk_size=MIB, durable=False, executor=pool)
+        data = os.urandom(chunks * MIB)
+        started = time.monotonic()
+        try:
+            ref = port.put(data, POLICY)
+            assert time.monotonic() - started < 5  # did not wait for the worker
+        finally:
+            release.set()
     assert ref.digest == "sha256:" + hashlib.sha256(data).hexdigest()
     assert port.get(ref, READER) == data
     assert list((tmp_path / "c" / "tmp").iterdir()) == []
-    assert _settled_threads(baseline) <= baseline  # it exits once it runs
 
 
 def test_stores_in_the_earlier_two_level_layout_are_still_read_and_purged(
@@ -384,32 +391,3 @@ def test_a_blob_is_one_shard_level_deep(tmp_path: Path) -> None:
     head = ref.object_id[:64]
     assert list(port.blobs()) == [tmp_path / "c" / "blobs" / head[:2] / head]
     assert (tmp_path / "c" / "refs" / head[:2] / f"{ref.object_id}.json").is_file()
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork only")
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+: fork with threads running
-def test_a_forked_child_starts_its_own_helper(tmp_path: Path) -> None:
-    port = FsContentPort(tmp_path / "c", durable=False)
-    port.put(os.urandom(2 * MIB), POLICY)  # the parent's long-lived helper exists now
-    data = os.urandom(2 * MIB)
-    pid = os.fork()
-    if pid == 0:  # the child: the parent's helper thread does not exist here
-        code = 1
-        try:
-            ref = FsContentPort(tmp_path / "c", durable=False).put(data, POLICY)
-            code = 0 if ref.digest == "sha256:" + hashlib.sha256(data).hexdigest() else 2
-        finally:
-            os._exit(code)
-    deadline = time.monotonic() + 20
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:  # a child waiting for a helper that is not there
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child's put did not finish")
-        time.sleep(0.01)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    ref = port.put(data, POLICY)  # the parent's helper still serves the parent
-    assert port.get(ref, READER) == data

@@ -295,7 +295,10 @@ class PortAgreement(RuleBasedStateMachine):
 
     @invariant()
     def agrees(self) -> None:
-        port, model = self.port, self.model
+        self.check(self.port)
+
+    def check(self, port: MemoryPort) -> None:
+        model = self.model
         assert port.store_revision() == len(model.changes)
         assert port.records() == [model.records[k] for k in sorted(model.records)]
         assert port.events() == model.events
@@ -331,7 +334,28 @@ class SqliteAdapterAgreement(PortAgreement):
     adapter = "sqlite"
 
 
+class SqliteReadOnlyAgreement(PortAgreement):
+    """A read-only port on the same file (what ``recall_memory`` opens), kept open across
+    the writer's commits and reopens, reads what the model holds after every step."""
+
+    adapter = "sqlite"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reader = SqliteMemoryPort(self.dir / "memory.sqlite3", read_only=True)
+
+    def teardown(self) -> None:
+        self.reader.close()
+        super().teardown()
+
+    @invariant()
+    def reader_agrees(self) -> None:
+        self.check(self.reader)
+
+
 MemoryAdapterAgreement.TestCase.settings = _SETTINGS
 SqliteAdapterAgreement.TestCase.settings = _SETTINGS
+SqliteReadOnlyAgreement.TestCase.settings = _SETTINGS
 TestMemoryAdapterAgreement = MemoryAdapterAgreement.TestCase
 TestSqliteAdapterAgreement = SqliteAdapterAgreement.TestCase
+TestSqliteReadOnlyAgreement = SqliteReadOnlyAgreement.TestCase

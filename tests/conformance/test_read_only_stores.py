@@ -1,0 +1,331 @@
+"""Reading a store never changes it (issue 14, "honest doubles, safe adapters").
+
+* ``recall_memory`` — a read-only call — opens the SQLite memory store read-only: pointed
+  at an unrelated SQLite file it creates no table, no ``-wal`` / ``-shm`` / ``-journal``
+  file and does not switch the journal mode, even when the request itself is refused; a
+  missing store, or a database without the memory schema, is ``not_found`` (the file is
+  never created).
+* a read of a JSONL session directory creates neither the directory nor a transcript nor
+  a lock file, and a FIFO where a transcript is expected is refused at once;
+* a read of a filesystem content store creates none of its directories.
+
+The read-only SQLite port also joins the MemoryPort agreement machine
+(``tests/conformance/test_memory_ports.py``): it agrees with the model after every step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import stat
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel.adapters.fs_content import FsContentPort
+from kernel.adapters.jsonl_session import JsonlSessionPort
+from kernel.adapters.sqlite_memory import MemoryStoreNotFound, SqliteMemoryPort
+from kernel.errors import ContentUnavailable, InvalidArgument, KernelError, StoreFailure
+from kernel.memory_ports import MemoryCommit
+from kernel.ports import AccessContext, ContentRef
+from kernel.recall import recall_memory
+from shadow.kernel_rpc import call
+from tests.kernel.test_memory_lifecycle import make
+
+REQUEST: dict[str, Any] = {
+    "query": "pnpm",
+    "sink": "cli",
+    "limit": 5,
+    "now": "2026-09-01T00:00:00Z",
+    "scopeAdmissions": [{"scope": "user", "scopeId": "user-1"}],
+}
+PROPOSAL: dict[str, Any] = {
+    "memoryId": "mem-1",
+    "scope": "user",
+    "scopeId": "user-1",
+    "category": "preference",
+    "content": "Prefers pnpm",
+    "provenance": {"source": "explicit-user-memory", "observedAt": "2026-08-28T00:00:00Z"},
+    "evidenceRefs": [{"store": "session-log", "id": "ev-1"}],
+    "confidence": 0.8,
+    "importance": 0.5,
+    "sensitivity": "internal",
+    "allowedSinks": ["cli"],
+    "retentionPolicy": {"mode": "durable"},
+    "activate": True,
+}
+
+
+def _listing(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def _foreign(path: Path, *, wal: bool = False) -> Path:
+    """An unrelated application's SQLite database: one table ``t``."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        if wal:
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE t (x INTEGER)")
+        conn.execute("INSERT INTO t VALUES (42)")
+        conn.commit()
+    return path
+
+
+def _memory_store(path: Path) -> Path:
+    """A real memory store with one active record (written, then closed)."""
+    port = SqliteMemoryPort(path)
+    try:
+        record = make(memoryId="mem-1", scope="user", scopeId="user-1", activate=True,
+                      content="Prefers pnpm", allowedSinks=["cli"])  # fmt: skip
+        assert port.commit(MemoryCommit(record, {"eventId": "e-1"}), 0).ok
+    finally:
+        port.close()
+    return path
+
+
+# --- the adapter ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wal", [False, True])
+def test_a_read_only_open_of_a_foreign_database_changes_nothing(tmp_path: Path, wal: bool) -> None:
+    path = _foreign(tmp_path / "other.db", wal=wal)
+    before = _listing(tmp_path)
+    with pytest.raises(MemoryStoreNotFound) as caught:
+        SqliteMemoryPort(path, read_only=True)
+    assert caught.value.code == "not_found"
+    assert caught.value.details == {"reason": "no_schema"}
+    assert _listing(tmp_path) == before  # same bytes, no -wal / -shm / -journal
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]
+
+
+@pytest.mark.parametrize("content", [None, b"", b"not a database at all\n" * 10])
+def test_a_missing_empty_or_non_sqlite_store_is_not_found(
+    tmp_path: Path, content: bytes | None
+) -> None:
+    path = tmp_path / "memory.sqlite3"
+    if content is not None:
+        path.write_bytes(content)
+    before = _listing(tmp_path)
+    with pytest.raises(MemoryStoreNotFound) as caught:
+        SqliteMemoryPort(path, read_only=True)
+    assert caught.value.code == "not_found"
+    assert _listing(tmp_path) == before
+    assert path.exists() == (content is not None)
+
+
+def test_a_read_only_port_reads_a_store_and_refuses_writes(tmp_path: Path) -> None:
+    path = _memory_store(tmp_path / "memory.sqlite3")
+    writer = SqliteMemoryPort(path)
+    expected = (writer.records(), writer.events(), writer.changes(0), writer.store_revision())
+    writer.close()
+    db = path.read_bytes()
+    port = SqliteMemoryPort(path, read_only=True)
+    try:
+        assert (port.records(), port.events(), port.changes(0), port.store_revision()) == expected
+        assert port.read("mem-1") == expected[0][0]
+        assert port.list_scope("user", "user-1") == expected[0]
+        outcome = recall_memory(port, REQUEST, profile="peer")
+        assert [h["memoryId"] for h in outcome.result["results"]] == ["mem-1"]
+        record = dict(expected[0][0])
+        writes: list[Callable[[], Any]] = [
+            lambda: port.commit(MemoryCommit(record, {"eventId": "e-2"}), 1),
+            lambda: port.seed([record]),
+            lambda: port.put_reconciliation({"requestId": "r-1"}),
+            lambda: port.put_conflict({"conflictId": "c", "memoryIds": ["a", "b"]}),
+            lambda: port.drop("mem-1"),
+            lambda: port.restore(record),
+        ]
+        for write in writes:
+            with pytest.raises(InvalidArgument) as caught:
+                write()
+            assert caught.value.code == "store_read_only"
+    finally:
+        port.close()
+    assert path.read_bytes() == db
+
+
+def test_a_read_only_port_of_an_older_store_adds_no_table(tmp_path: Path) -> None:
+    path = _memory_store(tmp_path / "old.sqlite3")
+    with contextlib.closing(sqlite3.connect(path)) as conn:  # from before the relation
+        conn.executescript("DROP TABLE conflicts;")
+    db = path.read_bytes()
+    port = SqliteMemoryPort(path, read_only=True)
+    try:
+        assert port.conflicts() == [] and port.conflicts_of(["mem-1"]) == []
+        assert [r["memoryId"] for r in port.records()] == ["mem-1"]
+    finally:
+        port.close()
+    assert path.read_bytes() == db
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        names = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "conflicts" not in names
+
+
+def test_a_read_only_port_sees_a_writers_later_commits(tmp_path: Path) -> None:
+    path = _memory_store(tmp_path / "memory.sqlite3")
+    reader = SqliteMemoryPort(path, read_only=True)
+    writer = SqliteMemoryPort(path)
+    try:
+        record = make(memoryId="mem-2", scope="user", scopeId="user-1")
+        assert writer.commit(MemoryCommit(record, {"eventId": "e-2"}), 0).ok
+        assert reader.store_revision() == 2 and reader.read("mem-2") == writer.read("mem-2")
+    finally:
+        writer.close()
+        reader.close()
+
+
+def test_an_odd_path_is_opened_as_itself(tmp_path: Path) -> None:
+    folder = tmp_path / "a dir?#%20 with ü"
+    folder.mkdir()
+    path = _memory_store(folder / "m?x#y%41.sqlite3")
+    port = SqliteMemoryPort(path, read_only=True)  # URI quoting: never another file
+    try:
+        assert port.store_revision() == 1
+    finally:
+        port.close()
+    assert sorted(p.name for p in folder.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
+        "m?x#y%41.sqlite3"
+    ]
+
+
+# --- recall_memory over the RPC -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [REQUEST, {**REQUEST, "limit": "many"}],  # a valid request, and one the kernel refuses
+    ids=["valid", "refused"],
+)
+def test_recall_memory_never_writes_into_a_foreign_database(
+    tmp_path: Path, request_: dict[str, Any]
+) -> None:
+    path = _foreign(tmp_path / "other.db")
+    before = _listing(tmp_path)
+    out = call("recall_memory", {"memoryStore": {"type": "sqlite", "path": str(path)},
+                                 "request": request_})  # fmt: skip
+    assert out["error"]["code"] == "not_found"
+    assert _listing(tmp_path) == before  # same bytes; no -wal, -shm or -journal beside it
+
+
+def test_recall_memory_at_a_missing_path_creates_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "missing.sqlite3"
+    out = call("recall_memory", {"memoryStore": {"type": "sqlite", "path": str(path)},
+                                 "request": REQUEST})  # fmt: skip
+    assert out["error"]["code"] == "invalid_input"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_recall_memory_reads_a_real_store_without_changing_its_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    SqliteMemoryPort(path).close()
+    spec = {"type": "sqlite", "path": str(path)}
+    assert "result" in call("propose_memory", {"memoryStore": spec, "request": PROPOSAL})
+    db = path.read_bytes()
+    for params in ({}, {"profile": "canonical", "index": True}):
+        out = call("recall_memory", {"memoryStore": spec, "request": REQUEST, **params})
+        assert [h["memoryId"] for h in out["result"]["value"]["results"]] == ["mem-1"]
+    assert path.read_bytes() == db
+
+
+# --- JSONL sessions -------------------------------------------------------------------------
+
+
+def test_reading_a_jsonl_session_directory_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "sessions"
+    port = JsonlSessionPort(missing)
+    assert port.read_snapshot("s-1") is None
+    assert port.verify("s-1").status == "not-found"
+    assert port.read_operation("op-1") is None
+    assert port.compaction_events("s-1") == [] and port.evidence("s-1") == []
+    assert not missing.exists()
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    JsonlSessionPort(existing).read_snapshot("s-1")
+    assert list(existing.iterdir()) == []  # no transcript, no lock file
+
+
+def test_writing_a_jsonl_session_creates_its_directory(tmp_path: Path) -> None:
+    root = tmp_path / "new" / "sessions"
+    port = JsonlSessionPort(root)
+    assert port.start_session("s-1").ok
+    assert port.read_snapshot("s-1") is not None and (root / "s-1.jsonl").is_file()
+
+
+def test_a_fifo_as_a_jsonl_transcript_is_refused_at_once(tmp_path: Path) -> None:
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform (POSIX only)")
+    fifo = tmp_path / "s-1.jsonl"
+    os.mkfifo(fifo)
+    port = JsonlSessionPort(tmp_path)
+    for read in (lambda: port.read_snapshot("s-1"), lambda: port.read_operation("op-1")):
+        with pytest.raises(StoreFailure):
+            _within(5.0, read, fifo)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def _within(seconds: float, fn: Callable[[], Any], fifo: Path) -> Any:
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:  # re-raised on the test's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        with contextlib.suppress(OSError):  # a writer end releases a blocked reader
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(seconds)
+        pytest.fail(f"the call blocked for more than {seconds} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+# --- the content store ----------------------------------------------------------------------
+
+
+def test_reading_a_content_store_creates_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "content"
+    port = FsContentPort(root)
+    ref = ContentRef(store="fs-content", object_id="ab" * 32 + ".cd", digest="sha256:" + "ab" * 32,
+                     byte_length=1, summary="x", recoverable=True)  # fmt: skip
+    with pytest.raises(ContentUnavailable):
+        port.get(ref, AccessContext(scope="session", scope_id="s1", sink="cli"))
+    assert port.object_ids() == [] and list(port.blobs()) == []
+    assert port.sweep_temps() == 0
+    assert port.purge(ref, "fence").existed is False
+    assert not root.exists()
+
+
+def test_a_content_store_root_that_is_a_file_is_a_store_failure(tmp_path: Path) -> None:
+    path = tmp_path / "file"
+    path.write_bytes(b"x")
+    with pytest.raises(KernelError) as caught:
+        FsContentPort(path)
+    assert caught.value.code == "store_failure"
+
+
+@pytest.mark.parametrize("kind", ["blobs", "refs"])
+def test_a_fifo_in_a_content_store_is_refused_at_once(tmp_path: Path, kind: str) -> None:
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform (POSIX only)")
+    from kernel.ports import ContentPolicy
+
+    port = FsContentPort(tmp_path / "c")
+    policy = ContentPolicy(scope="session", scope_id="s1", allowed_sinks=("cli",))
+    ref = port.put(b"tool output", policy)
+    head = ref.object_id[:64]
+    path = tmp_path / "c" / kind / head[:2] / (head if kind == "blobs" else f"{ref.object_id}.json")
+    path.unlink()
+    os.mkfifo(path)
+    with pytest.raises(StoreFailure):
+        _within(5.0, lambda: port.get(ref, AccessContext("session", "s1", "cli")), path)
