@@ -59,8 +59,8 @@ PAIRINGS: tuple[Pairing, ...] = (
         "compaction", "messageCompaction", "messageCount", ("durationMs",), True,
         "compactContext over the in-memory session port seeded untimed, window 2048; peer: "
         "ONE timed call per run (JIT partly warm from its plan workload), its messages are 32 "
-        "tokens with priority i mod 40 (ours 8 + i mod 32, i mod 101), so it keeps 14 items "
-        "where ours keeps 23",
+        "tokens with priority i mod 40 (ours 8 + i mod 32, i mod 101), so of 1,001 items it keeps "
+        "14 where ours keeps 23",
     ),
     Pairing(
         "cas_race", "compactionCas", "messageCount", ("raceMs", "recomputeMs"), True,
