@@ -24,13 +24,12 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from kernel.adapters.jsonl_session import JsonlSessionPort
-from kernel.adapters.sqlite_session import SqliteSessionPort
 from kernel.compaction_service import CompactionKernel
 from kernel.digest import Profile
 from kernel.errors import KernelError
 from kernel.planner import plan_context
 from kernel.ports import SessionContextPort, SummarizerFailure, SummaryCancelled
+from shadow import bootstrap
 from shadow.compaction_harness import (
     ScriptedClock,
     ScriptedIds,
@@ -201,18 +200,16 @@ def _store(
         if not path.is_file():
             raise InputError(_where(method), "/sessionStore/path",
                              "an existing SQLite session store", "no such file")
-        sqlite = SqliteSessionPort(path, profile=profile)
-        try:
+        with bootstrap.session_store("sqlite", path, profile) as sqlite:
             yield sqlite, None
-        finally:
-            sqlite.close()
     elif spec.get("type") == "jsonl":
         root = path.parent if path.suffix == ".jsonl" else path
         if not root.is_dir():
             raise InputError(_where(method), "/sessionStore/path",
                              "a directory of <sessionId>.jsonl transcripts or one of them",
                              "no such directory")
-        yield JsonlSessionPort(root, profile=profile), None
+        with bootstrap.session_store("jsonl", root, profile) as jsonl:
+            yield jsonl, None
     else:
         raise InputError(_where(method), "/sessionStore/type", '"sqlite" or "jsonl"',
                          repr(spec.get("type")))

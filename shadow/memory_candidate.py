@@ -67,15 +67,16 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from kernel.adapters.memory_store_memory import InMemoryMemoryPort
 from kernel.errors import KernelError, ScopeDenied
 from kernel.index import LexicalIndex
 from kernel.memory import RECALLABLE_STATES, TOMBSTONE_STATES, next_state
 from kernel.memory_checks import assert_scope
 from kernel.memory_kernel import MemoryKernel
+from kernel.memory_ports import MemoryPort
 from kernel.recall import RecordIndex, recall_memory
 from kernel.timestamps import epoch_ms_to_iso
 from kernel.trust import source_trust, tool_source_kind
+from shadow import bootstrap
 from shadow.canonical import BASE_TIME_MS, Canon, MemoryCommand, has_secret, record_id
 from shadow.divergence.provenance import sketch
 from shadow.projection import MemOp, MemoryProjection, MemRecord, Projection, content_digest
@@ -105,7 +106,7 @@ class _IndexCopy:
 
     name = INDEX_STORE
 
-    def __init__(self, holder: RecordIndex, port: InMemoryMemoryPort) -> None:
+    def __init__(self, holder: RecordIndex, port: MemoryPort) -> None:
         self._holder = holder
         self._port = port
 
@@ -125,7 +126,7 @@ class _Driver:
         self.scenario = scenario
         self.now_ms = BASE_TIME_MS
         self._ids = 0
-        self.port = InMemoryMemoryPort()
+        self.port = bootstrap.fresh_memory()
         self.index = RecordIndex("canonical", LexicalIndex("canonical", watermark=0))
         self.kernel = MemoryKernel(
             memory_port=self.port, clock=self.clock, new_id=self.new_id,

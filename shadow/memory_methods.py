@@ -47,8 +47,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, cast
 
-from kernel.adapters.memory_store_memory import InMemoryMemoryPort
-from kernel.adapters.sqlite_memory import SqliteMemoryPort
 from kernel.memory_conflicts import parse_conflict
 from kernel.memory_kernel import AuthorityRegistry, MemoryKernel
 from kernel.memory_ports import CommitResult, MemoryCommit, MemoryPort, PurgePort, json_copy
@@ -61,6 +59,7 @@ from kernel.recall import (
     recall_memory,
 )
 from kernel.timestamps import iso_to_epoch_ms
+from shadow import bootstrap
 from shadow.compaction_harness import ScriptedIds
 from shadow.errors import InputError
 from shadow.kernel_rpc import register
@@ -398,16 +397,13 @@ def _store(p: Mapping[str, Any], method: str, read_only: bool = False) -> Iterat
                 "an existing SQLite memory store",
                 "no such file",
             )
-        sqlite = SqliteMemoryPort(path, read_only=read_only)  # a read changes nothing
-        try:
+        with bootstrap.memory_store(path, read_only=read_only) as sqlite:  # a read: no write
             yield sqlite
-        finally:
-            sqlite.close()
         return
     memory = p.get("memory", {})
     if not isinstance(memory, dict):
         raise _fail(method, "/memory", "a JSON object", memory)
-    yield InMemoryMemoryPort.from_snapshot(memory)
+    yield bootstrap.seeded_memory(memory)
 
 
 _RECALL_FIELDS: Final = frozenset({"memory", "memoryStore", "request", "profile", "index", "mode"})

@@ -1,0 +1,67 @@
+"""The one place where adapters are wired to the kernel (house style: composition root).
+
+Everything else in ``shadow/`` asks this module for a port and never imports
+``kernel.adapters`` itself (``tests/test_layering.py`` holds that line; the only other
+importer is :mod:`shadow.compaction_harness`, whose scripted session double *extends* the
+in-memory port the peer's conformance protocol describes).  Callers validate their own
+request shape first and report errors in their own words; what this module adds is the
+choice of adapter and its lifetime.
+
+* :func:`memory_store` — a SQLite memory store opened for the call (``read_only`` for
+  reads: ``mode=ro``, nothing is ever created or altered), closed afterwards;
+* :func:`seeded_memory` / :func:`fresh_memory` — the naive in-memory memory port, from a
+  snapshot or empty;
+* :func:`session_store` — a SQLite or JSONL session store opened for the call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from kernel.adapters.jsonl_session import JsonlSessionPort
+from kernel.adapters.memory_store_memory import InMemoryMemoryPort
+from kernel.adapters.sqlite_memory import SqliteMemoryPort
+from kernel.adapters.sqlite_session import SqliteSessionPort
+from kernel.digest import Profile
+from kernel.memory_ports import MemoryPort
+from kernel.ports import SessionContextPort
+
+__all__ = ["fresh_memory", "memory_store", "seeded_memory", "session_store"]
+
+
+@contextlib.contextmanager
+def memory_store(path: Path, *, read_only: bool) -> Iterator[MemoryPort]:
+    """The SQLite memory store at ``path`` for the length of one call."""
+    port = SqliteMemoryPort(path, read_only=read_only)
+    try:
+        yield port
+    finally:
+        port.close()
+
+
+def seeded_memory(snapshot: Mapping[str, Any]) -> MemoryPort:
+    """The in-memory memory port holding ``snapshot`` (the peer's ``memory`` field)."""
+    return InMemoryMemoryPort.from_snapshot(dict(snapshot))
+
+
+def fresh_memory() -> InMemoryMemoryPort:
+    """An empty in-memory memory port (the shadow candidate's memory driver)."""
+    return InMemoryMemoryPort()
+
+
+@contextlib.contextmanager
+def session_store(kind: Literal["sqlite", "jsonl"], path: Path,
+                  profile: Profile) -> Iterator[SessionContextPort]:
+    """A session store for the length of one call: the SQLite file ``path``, or the
+    folder of ``<sessionId>.jsonl`` transcripts ``path``."""
+    if kind == "sqlite":
+        sqlite = SqliteSessionPort(path, profile=profile)
+        try:
+            yield sqlite
+        finally:
+            sqlite.close()
+    else:
+        yield JsonlSessionPort(path, profile=profile)
