@@ -7,4 +7,4 @@ reverse.
 """
 
 SCHEMA_VERSION = 1
-__all__ = ["SCHEMA_VERSION"]
+__all__ = ("SCHEMA_VERSION",)

@@ -29,11 +29,12 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Final, Literal
 
 from kernel.errors import InvalidArgument
 
-__all__ = [
+__all__ = (
     "Finding",
     "FindingCategory",
     "Sanitized",
@@ -42,7 +43,7 @@ __all__ = [
     "redact_secrets",
     "sanitize",
     "scan",
-]
+)
 
 SecretAction = Literal["redact", "reject"]
 
@@ -564,7 +565,7 @@ def _merge_secrets(hits: list[_Hit]) -> list[_Hit]:
 
 
 _ESCAPE_RE: Final = re.compile(r'(?<!\\)((?:\\\\)*)\\([ntr"])')
-_ESCAPE_VIEW: Final = {"n": " \n", "t": " \t", "r": " \r", '"': ' "'}
+_ESCAPE_VIEW: Final = MappingProxyType({"n": " \n", "t": " \t", "r": " \r", '"': ' "'})
 
 
 def _view(text: str) -> str:

@@ -55,17 +55,19 @@ from __future__ import annotations
 
 import bisect
 import functools
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final, NamedTuple
 
 from kernel.errors import NonPortableValue
 
-__all__ = [
+__all__ = (
     "ASCII_IGNORABLE",
     "ASCII_PRIMARY",
     "ASCII_TERTIARY",
     "collation_key",
     "is_collation_portable",
-]
+)
 
 # ICU root collation elements per character (ICU 77.1; proven against ICU 78.2).
 # ``CP:CE,CE``; CE = ``P[/SSSS][*TT]`` — primary in hex without trailing zero bytes (``0``:
@@ -289,7 +291,7 @@ class _Weights(NamedTuple):
 
 
 @functools.cache
-def _han_ranks() -> list[int]:
+def _han_ranks() -> tuple[int, ...]:
     """Ideographs in collation order (decodes ``_HAN_ORDER``)."""
     follows: dict[int, list[int]] = {}
     moved: set[int] = set()
@@ -301,12 +303,12 @@ def _han_ranks() -> list[int]:
         if cp not in moved:
             order.append(cp)
             order.extend(follows.get(cp, ()))
-    return order
+    return tuple(order)
 
 
-def _parse_table() -> dict[str, list[_Element]]:
+def _parse_table() -> Mapping[str, tuple[_Element, ...]]:
     rank = {cp: i for i, cp in enumerate(_han_ranks())}
-    table: dict[str, list[_Element]] = {}
+    table: dict[str, tuple[_Element, ...]] = {}
     for entry in _TABLE.split():
         code, _, body = entry.partition(":")
         elements: list[_Element] = []
@@ -324,15 +326,15 @@ def _parse_table() -> dict[str, list[_Element]]:
                     int(tertiary or "05", 16),
                 )
             )
-        table[chr(int(code, 16))] = elements
-    return table
+        table[chr(int(code, 16))] = tuple(elements)
+    return MappingProxyType(table)
 
 
 _ELEMENTS: Final = _parse_table()
-_ASCII_PRIMARIES: Final = sorted(
-    {e.primary for ch, elements in _ELEMENTS.items() if ch.isascii() for e in elements}
+_ASCII_PRIMARIES: Final = tuple(
+    sorted({e.primary for ch, elements in _ELEMENTS.items() if ch.isascii() for e in elements})
 )
-_ASCII_CODE: Final = {p: 0x21 + i for i, p in enumerate(_ASCII_PRIMARIES)}
+_ASCII_CODE: Final = MappingProxyType({p: 0x21 + i for i, p in enumerate(_ASCII_PRIMARIES)})
 
 
 def _code(lead: int, k: int) -> bytes:
@@ -356,7 +358,7 @@ def _primary_codes(primaries: set[int]) -> dict[int, bytes]:
     return codes
 
 
-def _weights(elements: list[_Element], codes: dict[int, bytes]) -> _Weights:
+def _weights(elements: tuple[_Element, ...], codes: dict[int, bytes]) -> _Weights:
     primaries = [e.primary for e in elements if e.primary]
     secondaries = [e.secondary for e in elements if e.secondary]
     return _Weights(
@@ -368,7 +370,7 @@ def _weights(elements: list[_Element], codes: dict[int, bytes]) -> _Weights:
 
 
 @functools.cache
-def _table() -> dict[str, _Weights]:
+def _table() -> Mapping[str, _Weights]:
     """Every character of the alphabet -> its key parts (built on first non-ASCII use).
 
     An ideograph's primary (``1 << 32 | rank``) exceeds every ICU primary of the table,
@@ -386,7 +388,7 @@ def _table() -> dict[str, _Weights]:
     common, tertiary = _COMMON_SECONDARY.to_bytes(2, "big"), bytes((0x05,))
     for rank, cp in enumerate(ranks):
         table[chr(cp)] = _Weights(codes[1 << 32 | rank], common, tertiary, True)
-    return table
+    return MappingProxyType(table)
 
 
 def _ascii_tables() -> tuple[bytes, bytes, bytes]:

@@ -31,6 +31,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
 from kernel.errors import IllegalTransition
@@ -242,57 +243,57 @@ Effect: TypeAlias = (
 S = State
 _ACTIVE: Final = (S.EVALUATING, S.PREPARING, S.SUMMARIZING, S.VERIFYING)
 
-TRANSITIONS: Final[Mapping[State, Mapping[type[Any], State]]] = {
-    S.IDLE: {CompactionRequested: S.EVALUATING},
-    S.EVALUATING: {
+TRANSITIONS: Final[Mapping[State, Mapping[type[Any], State]]] = MappingProxyType({
+    S.IDLE: MappingProxyType({CompactionRequested: S.EVALUATING}),
+    S.EVALUATING: MappingProxyType({
         SnapshotRead: S.PREPARING,
         CompactionFailed: S.ABORTED,
         Cancelled: S.ABORTED,
-    },
-    S.PREPARING: {
+    }),
+    S.PREPARING: MappingProxyType({
         SummaryRequested: S.SUMMARIZING,
         CandidateBuilt: S.VERIFYING,
         CompactionFailed: S.ABORTED,
         Cancelled: S.ABORTED,
-    },
-    S.SUMMARIZING: {
+    }),
+    S.SUMMARIZING: MappingProxyType({
         SummaryDegraded: S.SUMMARIZING,
         FallbackSelected: S.SUMMARIZING,
         CandidateBuilt: S.VERIFYING,
         OutcomeUnknown: S.RECONCILIATION_REQUIRED,
         CompactionFailed: S.ABORTED,
         Cancelled: S.ABORTED,
-    },
-    S.VERIFYING: {
+    }),
+    S.VERIFYING: MappingProxyType({
         CandidateVerified: S.COMMITTING,
         InvariantsViolated: S.ABORTED,
         CompactionFailed: S.ABORTED,
         Cancelled: S.ABORTED,
-    },
-    S.COMMITTING: {
+    }),
+    S.COMMITTING: MappingProxyType({
         CasCommitted: S.COMMITTED,
         CasLost: S.STALE,
         OutcomeUnknown: S.RECONCILIATION_REQUIRED,
-    },
-    S.RECONCILIATION_REQUIRED: {
+    }),
+    S.RECONCILIATION_REQUIRED: MappingProxyType({
         ReconciliationLost: S.STALE,
         Reconciled: S.ABORTED,
-    },
-    S.STALE: {RetryRequested: S.IDLE},
-    S.COMMITTED: {},
-    S.ABORTED: {},
-}
+    }),
+    S.STALE: MappingProxyType({RetryRequested: S.IDLE}),
+    S.COMMITTED: MappingProxyType({}),
+    S.ABORTED: MappingProxyType({}),
+})
 
 #: States no event leaves.
 TERMINAL: Final = frozenset(s for s, row in TRANSITIONS.items() if not row)
 
 #: Lifecycle notification announced on entering a state.
-ANNOUNCED: Final[Mapping[State, str]] = {
+ANNOUNCED: Final[Mapping[State, str]] = MappingProxyType({
     S.EVALUATING: "started",
     S.COMMITTED: "committed",
     S.ABORTED: "aborted",
     S.RECONCILIATION_REQUIRED: "reconciliation_required",
-}
+})
 
 # --------------------------------------------------------------------------- machine
 

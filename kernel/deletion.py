@@ -21,10 +21,11 @@ A deletion request binds subject, scope, selector, authority, request id and fen
 The purge step (step 2: the purge requests, the ports, each store's settled entry) lives
 in :mod:`kernel.deletion_targets`.
 
-Each record is verified once: when it is read (the reducer re-verifies what the store
-hands back); the tombstone the reducer produced continues into the purge step as its
-own :class:`~kernel.memory.Transition`, and the stores verify what they are given
-(``docs/adr/0005-verified-record-memo.md``).
+Each record is verified once: when it is read (the reducer verifies what the store hands
+back, in full: a store's bytes are never trusted).  What the reducer then produces — the
+tombstone, the purged version — is a :class:`~kernel.normalize_memory.VerifiedRecord`, which
+the purge step and the stores take without checking it again; nothing else is trusted
+(``docs/adr/0011-purity-by-type.md``).
 
 The receipt lists every store — the authority first (``tombstoned`` / ``purged``),
 then one entry per copy — and its status is ``purged`` only when all of them are;
@@ -47,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final
 
 from kernel.deletion_targets import DeletionContext, flat_plain, port_names, run_targets
@@ -65,31 +67,32 @@ from kernel.memory_checks import (
 from kernel.memory_ports import MemoryCommit, PurgePort
 from kernel.normalize import kernel_value_digest, keys_sort_canonically
 from kernel.normalize_memory import (
+    _verified_fields,
     fast_identifier,
     parse_stored_record,
     verified_stored_record,
 )
 
-__all__ = [
+__all__ = (
     "OPERATION_TRANSITIONS",
     "DeletionContext",
     "delete_memories",
     "delete_memory",
     "parse_deletion_request",
     "reconcile_deletion",
-]
+)
 
 _new_tuple: Final = tuple.__new__  # a NamedTuple built without its Python-level __new__
 RECEIPT_SCHEMA: Final = "chainlesschain.memory-deletion-receipt/v1"
 RECEIPT_DOMAIN: Final = "chainlesschain.memory-deletion-receipt/v1"
 
-OPERATION_TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
+OPERATION_TRANSITIONS: Final[Mapping[str, frozenset[str]]] = MappingProxyType({
     "prepared": frozenset({"tombstoned"}),
     "tombstoned": frozenset({"purge_pending", "commit_pending", "purged"}),
     "purge_pending": frozenset({"purge_pending", "commit_pending", "purged"}),
     "commit_pending": frozenset({"purge_pending", "commit_pending", "purged"}),
     "purged": frozenset(),
-}
+})
 _REQUEST_FIELDS: Final = frozenset(
     {
         "requestId",
@@ -256,23 +259,21 @@ def _purge_and_seal(
     ctx: DeletionContext,
     operation: dict[str, Any],
     committed_tombstone: Transition | Mapping[str, Any],
-    refs_flat: bool = False,
 ) -> dict[str, Any]:
     """Steps 2 and 3 over a committed tombstone — the reducer's own :class:`Transition`
-    (delete), or a record read back from the store (reconcile; verified again by the
-    reducer); shared by delete and reconcile.
+    (delete: its record is a ``VerifiedRecord``, taken as it is), or a record read back from
+    the store (reconcile: verified in full by the reducer); shared by delete and reconcile.
 
     The purge commit stores the record's last version, its event and the sealed operation
     (with its receipt) in one transaction.  The receipt's ``completedAt`` is read once,
     after the purge transition, whichever receipt it ends up in (the clock is called as
-    often, and in the same order, as when the receipt was written after the commit).
-    ``refs_flat``: the operation's evidence references are a verified record's."""
-    tombstone = (
-        committed_tombstone.record
+    often, and in the same order, as when the receipt was written after the commit)."""
+    tombstone = (  # read-only here
+        _verified_fields(committed_tombstone.record)
         if isinstance(committed_tombstone, Transition)
         else committed_tombstone
     )
-    stores, plain = run_targets(ctx, operation, refs_flat)
+    stores, plain = run_targets(ctx, operation)
     operation["stores"] = stores
     for entry in stores:
         if entry["status"] != "purged":
@@ -286,7 +287,9 @@ def _purge_and_seal(
         new_id=ctx.new_id,
     )
     completed_at = clock_iso(ctx.clock)
-    receipt = deletion_receipt(ctx, operation, "purged", purged, stores, completed_at, plain)
+    receipt = deletion_receipt(
+        ctx, operation, "purged", _verified_fields(purged), stores, completed_at, plain
+    )
     committed = ctx.memory.commit(
         _new_tuple(MemoryCommit, (purged, event, _sealed(operation, receipt))),
         tombstone["revision"],
@@ -345,24 +348,16 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
         "startedAt": clock_iso(ctx.clock),
     }
     command = _command(operation, "delete", binding["expectedRevision"])
-    if blob is not None:  # verified here, by the stored bytes' own hash; the version is
-        # about to be replaced by its tombstone, so it is not entered in the memo
-        deletion = transition_memory(
-            verified_stored_record(blob, current, remember=False),
-            command,
-            clock=ctx.clock,
-            new_id=ctx.new_id,
-            verified=True,
-        )
-    else:
-        deletion = transition_memory(current, command, clock=ctx.clock, new_id=ctx.new_id)
-    tombstone = deletion.record
+    # verified here, in full (from the stored bytes when the port exposes them)
+    verified = verified_stored_record(blob, current) if blob is not None else current
+    deletion = transition_memory(verified, command, clock=ctx.clock, new_id=ctx.new_id)
     # the operation is stored with the tombstone, in the same transaction (the port keeps
     # its own copy); a lost commit discards it
     _advance(operation, "tombstoned")
-    operation["tombstoneRevision"] = tombstone["revision"]
+    operation["tombstoneRevision"] = _verified_fields(deletion.record)["revision"]
     committed = ctx.memory.commit(
-        _new_tuple(MemoryCommit, (tombstone, deletion.event, operation)), current["revision"]
+        _new_tuple(MemoryCommit, (deletion.record, deletion.event, operation)),
+        current["revision"],
     )
     if not committed.ok:
         raise RevisionConflict(
@@ -373,8 +368,7 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
                 "currentRevision": committed.current_revision,
             },
         )
-    # evidence references of the record verified above: flat objects of scalars
-    return _purge_and_seal(ctx, operation, deletion, refs_flat=True)
+    return _purge_and_seal(ctx, operation, deletion)
 
 
 MAX_BATCH: Final = 100_000

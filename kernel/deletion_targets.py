@@ -12,8 +12,10 @@ the deletion receipt's digest take the fast canonical path (``kernel.deletion``)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import countOf
 from typing import Any, Final
 
 from kernel.errors import InvalidArgument
@@ -21,7 +23,7 @@ from kernel.memory_ports import MemoryPort, PurgePort, json_copy
 from kernel.normalize import keys_sort_canonically
 from kernel.ports import Clock, ContentPort, ContentRef, NewId, PurgeReceipt
 
-__all__ = ["DeletionContext", "flat_plain", "port_names", "run_targets"]
+__all__ = ("DeletionContext", "flat_plain", "port_names", "run_targets")
 
 MAX_CODE: Final = 128
 
@@ -101,11 +103,10 @@ def _settle(store: str, run: Callable[[], Any]) -> dict[str, Any]:
     return _settled(store, value)
 
 
-def _purge_request(operation: Mapping[str, Any], refs_flat: bool) -> tuple[dict[str, Any], bool]:
+def _purge_request(operation: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
     """``{memoryId, fence, subject, selector, scope, scopeId?, evidenceRefs}``, a private
     deep copy, and whether its evidence references are flat objects of scalars
-    (:func:`_flat_refs`: then a shallow copy of each is a deep one; ``refs_flat``: known
-    to be, without looking)."""
+    (:func:`_flat_refs`: then a shallow copy of each is a deep one)."""
     request: dict[str, Any] = {
         "memoryId": operation["memoryId"],
         "fence": operation["fence"],
@@ -116,7 +117,7 @@ def _purge_request(operation: Mapping[str, Any], refs_flat: bool) -> tuple[dict[
     if operation.get("scopeId"):
         request["scopeId"] = operation["scopeId"]
     refs = operation.get("evidenceRefs") or []
-    if type(refs) is list and (refs_flat or _flat_refs(refs)):
+    if type(refs) is list and _flat_refs(refs):
         request["evidenceRefs"] = _copy_flat_refs(refs)
         return request, True
     request["evidenceRefs"] = list(refs)
@@ -144,15 +145,13 @@ def port_names(ports: Sequence[PurgePort]) -> tuple[str, ...]:
 
 
 def run_targets(
-    ctx: DeletionContext, operation: Mapping[str, Any], refs_flat: bool
+    ctx: DeletionContext, operation: Mapping[str, Any]
 ) -> tuple[list[dict[str, Any]], bool]:
     """Purge every copy (content first, then each purge port, in order); never raises.
     Each port gets its own copy of the request: what one port does with it cannot reach
     the next (the copies are taken from a private one, which the last port gets).
     Returns the store entries and whether every store's receipt is flat and plain
-    (:func:`flat_plain`: the receipt digest's fast path).  ``refs_flat``: the operation's
-    evidence references are a verified record's (flat objects of scalars, so
-    :func:`_flat_refs` holds without looking)."""
+    (:func:`flat_plain`: the receipt digest's fast path)."""
     entries: list[dict[str, Any]] = []
     plain = True
     ref = operation.get("contentRef")
@@ -169,9 +168,9 @@ def run_targets(
     ports = ctx.purge_ports
     if not ports:
         return entries, plain
-    request, flat = _purge_request(operation, refs_flat)
+    request, flat = _purge_request(operation)
     refs = request["evidenceRefs"]
-    plain_scalars, scalars, known_keys = _PLAIN_SCALARS, _FLAT_SCALARS, _CANONICAL_KEYS
+    plain_scalars, scalars = _PLAIN_SCALARS, _FLAT_SCALARS
     names = ctx.purge_names if ctx.purge_names is not None else port_names(ports)
     after = len(ports)  # ports still to run after the current one
     for name, port in zip(names, ports, strict=True):
@@ -189,9 +188,7 @@ def run_targets(
             if type(value) is dict and plain_scalars.issuperset(map(type, value.values())):
                 value = dict(value)
                 if plain:  # strings, booleans and null: plain unless the keys are not
-                    keys = tuple(value)
-                    known = known_keys.get(keys)
-                    plain = _keys_canonical(keys) if known is None else known
+                    plain = _keys_canonical(tuple(value))
             elif type(value) is dict and scalars.issuperset(map(type, value.values())):
                 value = dict(value)
                 if plain:  # flat: plain unless an integer is out of range or keys are not
@@ -212,21 +209,21 @@ def run_targets(
 _SAFE_INT: Final = 2**53
 
 
-#: Key tuples of stores' receipts already classified (``True``: all strings, sorting
-#: canonically); bounded, cleared when full.
-_CANONICAL_KEYS: dict[tuple[Any, ...], bool] = {}
-
-
 def _keys_canonical(keys: tuple[Any, ...]) -> bool:
-    known = _CANONICAL_KEYS.get(keys)
-    if known is None:
-        known = all(type(key) is str for key in keys) and keys_sort_canonically(
-            (frozenset(keys),)
-        )
-        if len(_CANONICAL_KEYS) >= 256:
-            _CANONICAL_KEYS.clear()
-        _CANONICAL_KEYS[keys] = known
-    return known
+    """All keys exact strings, sorting canonically.  Only a tuple of exact ``str`` reaches
+    the cache: equality of those is identity of content, so an earlier key tuple that
+    merely compares equal (a ``str`` subclass, an object with its own ``__eq__``) can never
+    answer for this one."""
+    if countOf(map(type, keys), str) != len(keys):
+        return False
+    return _str_keys_canonical(keys)
+
+
+@functools.lru_cache(maxsize=256)
+def _str_keys_canonical(keys: tuple[str, ...]) -> bool:
+    """Whether these string keys sort canonically (``functools.lru_cache``: a pure function
+    of a tuple of strings; stores answer with a handful of receipt shapes)."""
+    return keys_sort_canonically((frozenset(keys),))
 
 
 _PLAIN_SCALARS: Final = frozenset({str, bool, type(None)})

@@ -70,6 +70,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring
+from types import MappingProxyType
 from typing import Any, Final, Literal
 
 import rfc8785
@@ -214,15 +215,16 @@ def _encode_json(value: Any, sort_keys: bool) -> bytes:
     return text.encode("utf-8")  # lone surrogates raise UnicodeEncodeError
 
 
+def _encode_orjson(value: Any, sort_keys: bool) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
+
+
 #: Fast-path encoders by name, preferred first; the property tests check every one.
-ENCODERS: dict[str, Encoder] = {}
-if orjson is not None:
-
-    def _encode_orjson(value: Any, sort_keys: bool) -> bytes:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
-
-    ENCODERS["orjson"] = _encode_orjson
-ENCODERS["json"] = _encode_json
+ENCODERS: Final[Mapping[str, Encoder]] = MappingProxyType(
+    {"orjson": _encode_orjson, "json": _encode_json}
+    if orjson is not None
+    else {"json": _encode_json}
+)
 
 #: Encoder used by the fast paths: ``orjson`` when installed, else ``json``.
 _ENCODER: Encoder = next(iter(ENCODERS.values()))

@@ -14,6 +14,8 @@ whole plan fail with ``context_over_budget`` instead.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final, Literal
 
 DropReasonCode = Literal[
@@ -76,7 +78,7 @@ _REASONS: Final = (
     ),
 )
 
-DROP_REASONS: Final[dict[str, DropReason]] = {r.code: r for r in _REASONS}
+DROP_REASONS: Final[Mapping[str, DropReason]] = MappingProxyType({r.code: r for r in _REASONS})
 GOVERNANCE_ORDER: Final = tuple(r.code for r in _REASONS if r.stage == "governance")
 BUDGET_ORDER: Final = tuple(r.code for r in _REASONS if r.stage == "budget")
 
@@ -87,7 +89,7 @@ UNTRUSTED_SYSTEM_POLICY: Final = "untrusted_system_policy"
 INPUT_BUDGET: Final = "input_budget"
 PARTITION_CEILING: Final = "partition_ceiling"
 
-__all__ = [
+__all__ = (
     "BUDGET_ORDER",
     "DROP_REASONS",
     "EXPIRED",
@@ -99,4 +101,4 @@ __all__ = [
     "UNTRUSTED_SYSTEM_POLICY",
     "DropReason",
     "DropReasonCode",
-]
+)

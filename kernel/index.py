@@ -53,7 +53,7 @@ from kernel.lexical import (
     unit_matches,
 )
 
-__all__ = [
+__all__ = (
     "BM25_B",
     "BM25_K1",
     "INDEX_FORMAT",
@@ -66,7 +66,7 @@ __all__ = [
     "bm25_weight",
     "idf",
     "scan",
-]
+)
 
 PartitionKey = tuple[str, str | None]
 RECALLABLE_STATES: Final = frozenset({"active", "reinforced"})

@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-__all__ = [
+__all__ = (
     "MATCH_ALL",
     "PEER_TOKEN_LIMIT",
     "Analysis",
@@ -62,7 +62,7 @@ __all__ = [
     "lexical_text",
     "score",
     "unit_matches",
-]
+)
 
 Analyzer = Literal["peer", "canonical"]
 ANALYZERS: Final[tuple[Analyzer, ...]] = ("peer", "canonical")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final
 
 from kernel.errors import InvalidArgument
@@ -29,14 +30,14 @@ TURN_COMPLETED: Final = "turn/completed"
 CONTEXT_COMPACTION_ITEM: Final = "contextCompaction"
 
 #: Receipt status → (item status, turn status).
-OUTCOME_STATUS: Final[Mapping[str, tuple[str, str]]] = {
+OUTCOME_STATUS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType({
     "committed": ("completed", "completed"),
     "degraded": ("completed", "completed"),
     "stale": ("failed", "failed"),
     "reconciliation_required": ("failed", "failed"),
     "aborted": ("failed", "failed"),
     "cancelled": ("failed", "interrupted"),
-}
+})
 
 
 @dataclass(frozen=True, slots=True)

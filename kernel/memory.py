@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final, Literal, NamedTuple
 
 from kernel.digest import digest
@@ -69,6 +70,8 @@ from kernel.normalize import (
 from kernel.normalize_memory import (
     TOMBSTONE_SINK,
     TOMBSTONE_SOURCE,
+    VerifiedRecord,
+    _verified_fields,
     fast_identifier,
     purged_record,
     tombstone_record,
@@ -77,7 +80,7 @@ from kernel.normalize_memory import (
 from kernel.ports import Clock, NewId
 from kernel.timestamps import MAX_EPOCH_MS, format_epoch_ms
 
-__all__ = [
+__all__ = (
     "COMMAND_TARGETS",
     "TRANSITIONS",
     "IllegalMemoryTransition",
@@ -85,12 +88,14 @@ __all__ = [
     "MergeResult",
     "Transition",
     "apply_memory_command",
+    "apply_verified_command",
     "create_memory_candidate",
     "merge_replica_record",
     "next_state",
     "state_diagram",
     "transition_memory",
-]
+    "verified_memory_candidate",
+)
 
 MACHINE_NAME: Final = "memory"
 MemoryState = Literal[
@@ -99,7 +104,7 @@ MemoryState = Literal[
 
 # --------------------------------------------------------------------------- the table
 
-TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
+TRANSITIONS: Final[Mapping[str, frozenset[str]]] = MappingProxyType({
     "candidate": frozenset({"active", "deleted"}),
     "active": frozenset({"reinforced", "superseded", "archived", "expired", "deleted"}),
     "reinforced": frozenset({"reinforced", "superseded", "archived", "expired", "deleted"}),
@@ -108,8 +113,8 @@ TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
     "expired": frozenset({"archived", "active", "deleted"}),
     "deleted": frozenset({"purged"}),
     "purged": frozenset(),
-}
-COMMAND_TARGETS: Final[Mapping[str, str]] = {
+})
+COMMAND_TARGETS: Final[Mapping[str, str]] = MappingProxyType({
     "activate": "active",
     "reinforce": "reinforced",
     "supersede": "superseded",
@@ -117,7 +122,7 @@ COMMAND_TARGETS: Final[Mapping[str, str]] = {
     "expire": "expired",
     "delete": "deleted",
     "purge": "purged",
-}
+})
 STATES: Final = tuple(TRANSITIONS)
 TOMBSTONE_STATES: Final = frozenset({"deleted", "purged"})
 #: Events and receipts hold only these keys (plus an event's caller ``fields``) and only
@@ -228,23 +233,17 @@ def state_diagram() -> str:
 
 # --------------------------------------------------------------------------- time
 
-_LAST_ISO: tuple[int | None, str] = (None, "")
-
 
 def clock_iso(clock: Clock) -> str:
-    """``iso_now(clock)`` — ``new Date(clock()).toISOString()``, one clock call — that
-    remembers its last conversion: a read in the same millisecond as the one before (the
-    common case when a deletion reads the clock four times) costs a comparison."""
-    global _LAST_ISO
+    """``iso_now(clock)`` — ``new Date(clock()).toISOString()``, one clock call.  An exact
+    ``int`` in range is converted by :func:`kernel.timestamps.format_epoch_ms` (an
+    ``lru_cache`` of the pure conversion: a deletion reads the clock four times, usually
+    in the same millisecond); anything else is validated and converted (or refused) by
+    ``iso_now``."""
     epoch = clock()
-    last = _LAST_ISO
-    if type(epoch) is int and epoch == last[0]:
-        return last[1]
     if type(epoch) is not int or not -MAX_EPOCH_MS <= epoch <= MAX_EPOCH_MS:
-        return iso_now(lambda: epoch)  # validates the value and converts it (or refuses)
-    iso = format_epoch_ms(epoch)  # ``iso_now``'s conversion; its parse is remembered
-    _LAST_ISO = (epoch, iso)
-    return iso
+        return iso_now(lambda: epoch)
+    return format_epoch_ms(epoch)
 
 
 # --------------------------------------------------------------------------- candidates
@@ -275,6 +274,21 @@ def create_memory_candidate(
     ``candidate``.  ``clock`` runs only without ``createdAt``; ``new_id`` only
     without ``memoryId`` (``mem-<id>``).
     """
+    return normalize_memory_record(_candidate(proposal, clock, new_id, secret_probe))
+
+
+def verified_memory_candidate(
+    proposal: Any, *, clock: Clock, new_id: NewId, secret_probe: SecretProbe | None = None
+) -> VerifiedRecord:
+    """:func:`create_memory_candidate` as a :class:`VerifiedRecord` (what a port commits
+    without checking it again)."""
+    return verified_memory_record(_candidate(proposal, clock, new_id, secret_probe))
+
+
+def _candidate(
+    proposal: Any, clock: Clock, new_id: NewId, secret_probe: SecretProbe | None
+) -> dict[str, Any]:
+    """The raw revision-1 record of a proposal (normalized by the caller)."""
     value = object_value(proposal, "MemoryProposal")
     known_fields(value, _PROPOSAL_FIELDS, "MemoryProposal")
     get = value.get
@@ -311,7 +325,7 @@ def create_memory_candidate(
     raw["revision"] = 1
     if secret_probe is not None:
         reject_secret_material(raw["content"], secret_probe)
-    return normalize_memory_record(raw)
+    return raw
 
 
 # --------------------------------------------------------------------------- the reducer
@@ -404,20 +418,43 @@ def apply_memory_command(
     ``confidence_ceiling`` (kernel policy, :func:`kernel.memory_policy.reinforcement_ceiling`)
     caps what a ``reinforce`` may raise confidence to; ``None`` is the peer's cap of 1.
     """
-    current = normalize_memory_record(record)
+    new, event, receipt = apply_verified_command(
+        record, command, clock=clock, new_id=new_id, confidence_ceiling=confidence_ceiling
+    )
+    return MemoryMutation(new.to_wire(), event, receipt)
+
+
+def apply_verified_command(
+    record: Any,
+    command: Any,
+    *,
+    clock: Clock,
+    new_id: NewId,
+    confidence_ceiling: float | None = None,
+) -> tuple[VerifiedRecord, dict[str, Any], dict[str, Any]]:
+    """:func:`apply_memory_command` with the new record as a :class:`VerifiedRecord`
+    (what a port commits without checking it again): ``(record, event, receipt)``."""
+    current = verified_memory_record(record)
     new, event, kind, at = _transition(current, command, clock, new_id, confidence_ceiling)
-    receipt = memory_receipt(kind, new, event, previous_revision=current["revision"], at=at)
-    return MemoryMutation(new, event, receipt)
+    receipt = memory_receipt(
+        kind,
+        _verified_fields(new),
+        event,
+        previous_revision=_verified_fields(current)["revision"],
+        at=at,
+    )
+    return new, event, receipt
 
 
 _new_tuple: Final = tuple.__new__
 
 
 class Transition(NamedTuple):
-    """What :func:`transition_memory` produced: the new record (normal form, digest
-    computed) and its event."""
+    """What :func:`transition_memory` produced: the new record (a
+    :class:`~kernel.normalize_memory.VerifiedRecord`: normal form, digest computed) and its
+    event."""
 
-    record: dict[str, Any]
+    record: VerifiedRecord
     event: dict[str, Any]
 
 
@@ -427,53 +464,47 @@ def transition_memory(
     *,
     clock: Clock,
     new_id: NewId,
-    verified: bool = False,
 ) -> Transition:
     """:func:`apply_memory_command` without the ``MemoryReceipt``, for callers that write
     their own receipt (deletion).  Same checks, same clock and id calls.
 
-    ``record`` is verified as :func:`apply_memory_command` verifies it — unless it is the
-    :class:`Transition` a previous call returned: that record was produced here and has not
-    crossed a boundary since, so it continues as is — or ``verified``: the caller has just
-    verified it (:func:`kernel.normalize_memory.verified_stored_record`).  ``record`` is
-    only read; the new record may share nested values with it."""
-    if isinstance(record, Transition):
-        current: Mapping[str, Any] = record.record
-    elif verified:
-        current = record
-    else:
-        current = verified_memory_record(record)
+    ``record`` (or a previous :class:`Transition`'s record) is taken as it is when it is a
+    :class:`~kernel.normalize_memory.VerifiedRecord` — the normaliser made it, so nothing
+    is checked twice — and verified in full otherwise, as :func:`apply_memory_command`
+    verifies it: a plain mapping is never trusted, whoever built it."""
+    current = verified_memory_record(record.record if isinstance(record, Transition) else record)
     new, event, _, _ = _transition(current, command, clock, new_id, None)
     return _new_tuple(Transition, (new, event))  # the NamedTuple, without its Python __new__
 
 
 def _transition(
-    current: Mapping[str, Any],
+    current: VerifiedRecord,
     command: Any,
     clock: Clock,
     new_id: NewId,
     confidence_ceiling: float | None,
-) -> tuple[dict[str, Any], dict[str, Any], str, str]:
+) -> tuple[VerifiedRecord, dict[str, Any], str, str]:
     """The reducer over a verified record: ``(record, event, command type, at)``."""
+    fields = _verified_fields(current)  # read-only here
     cmd = command if type(command) is dict else object_value(command, "MemoryCommand")
     if not _COMMAND_FIELDS.issuperset(cmd):
         known_fields(cmd, _COMMAND_FIELDS, "MemoryCommand")
     expected = cmd.get("expectedRevision")
     if type(expected) is not int or not 1 <= expected <= MAX_SAFE_INTEGER:
         expected = bounded_integer(expected, "expectedRevision", 1)
-    if expected != current["revision"]:
+    if expected != fields["revision"]:
         raise RevisionConflict(
             "memory revision does not match",
             details={
-                "memoryId": current["memoryId"],
+                "memoryId": fields["memoryId"],
                 "expectedRevision": expected,
-                "actualRevision": current["revision"],
+                "actualRevision": fields["revision"],
             },
         )
     kind = cmd.get("type")
     if type(kind) is not str or not 0 < len(kind) <= 32:  # ≤ 32 code points: ≤ 64 UTF-16 units
         kind = bounded_string(kind, "type", 1, 64)
-    target = next_state(current["state"], kind)
+    target = next_state(fields["state"], kind)
     at = clock_iso(clock) if "at" not in cmd else timestamp(cmd["at"], "at")
     if kind == "delete":  # built in normal form (kernel.normalize_memory), digest computed
         new = tombstone_record(
@@ -481,24 +512,25 @@ def _transition(
         )
     elif kind == "purge":
         fence = fast_identifier(cmd.get("deletionFence"), "deletionFence")
-        if fence != current.get("deletionFence"):
+        if fence != fields.get("deletionFence"):
             raise RevisionConflict(
                 "purge fence does not match deletion tombstone",
-                details={"memoryId": current["memoryId"]},
+                details={"memoryId": fields["memoryId"]},
             )
         new = purged_record(current, at=at)
     else:
-        nxt = {**current, "state": target, "updatedAt": at, "revision": current["revision"] + 1}
+        nxt = current.to_wire()
+        nxt.update(state=target, updatedAt=at, revision=fields["revision"] + 1)
         if kind == "reinforce":
-            _reinforce(current, cmd, nxt, confidence_ceiling)
+            _reinforce(fields, cmd, nxt, confidence_ceiling)
         elif kind == "supersede":
             identifier(cmd.get("successorMemoryId"), "successorMemoryId")
         nxt.pop("digest", None)
-        new = normalize_memory_record(nxt)
+        new = verified_memory_record(nxt)
     event = memory_event(
-        new,
-        from_state=current["state"],
-        previous_revision=current["revision"],
+        _verified_fields(new),
+        from_state=fields["state"],
+        previous_revision=fields["revision"],
         at=at,
         event_id=f"memory-event-{new_id()}",
         type_=f"memory.{target}",

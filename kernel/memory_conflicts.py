@@ -42,7 +42,7 @@ from kernel.memory_checks import (
     timestamp,
 )
 
-__all__ = [
+__all__ = (
     "CONFLICT_DOMAIN",
     "CONFLICT_RULE",
     "MemoryConflict",
@@ -50,7 +50,7 @@ __all__ = [
     "conflict_partners",
     "parse_conflict",
     "record_conflict",
-]
+)
 
 CONFLICT_DOMAIN: Final = "cmk.memory-conflict/v1"
 CONFLICT_ID_DOMAIN: Final = "cmk.memory-conflict-id/v1"

@@ -50,7 +50,7 @@ from kernel.memory_checks import (
 from kernel.memory_policy import inherited_policy
 from kernel.normalize import normalize_memory_record
 
-__all__ = ["ConsolidationResult", "ConsolidationSummarizer", "consolidate_session"]
+__all__ = ("ConsolidationResult", "ConsolidationSummarizer", "consolidate_session")
 
 #: ``summarizer(evidence items, context) -> drafts``; raising means "failed".
 ConsolidationSummarizer = Callable[[Sequence[Mapping[str, Any]], Mapping[str, Any]], Any]

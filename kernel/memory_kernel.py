@@ -30,6 +30,7 @@ Deletion and reconciliation are :mod:`kernel.deletion`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final
 
 from kernel.deletion import DeletionContext, delete_memories, delete_memory, reconcile_deletion
@@ -38,10 +39,10 @@ from kernel.memory import (
     RECALLABLE_STATES,
     TRANSITIONS,
     SecretProbe,
-    apply_memory_command,
-    create_memory_candidate,
+    apply_verified_command,
     memory_event,
     memory_receipt,
+    verified_memory_candidate,
 )
 from kernel.memory_checks import (
     bounded_integer,
@@ -58,7 +59,7 @@ from kernel.memory_ports import MemoryCommit, MemoryPort, PurgePort
 from kernel.ports import Clock, ContentPort, NewId
 from kernel.timestamps import iso_to_epoch_ms
 
-__all__ = ["AuthorityRegistry", "MemoryKernel", "RecallFn"]
+__all__ = ("AuthorityRegistry", "MemoryKernel", "RecallFn")
 
 #: ``recall(port, request) -> result`` (the recall pipeline, :mod:`kernel.recall`).
 RecallFn = Callable[[MemoryPort, Mapping[str, Any]], Mapping[str, Any]]
@@ -75,7 +76,7 @@ STAGES: Final = (
     "legacy_read_only",
     "retired",
 )
-STAGE_TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
+STAGE_TRANSITIONS: Final[Mapping[str, frozenset[str]]] = MappingProxyType({
     "inventory": frozenset({"shadow"}),
     "shadow": frozenset({"inventory", "internal_canary"}),
     "internal_canary": frozenset({"shadow", "opt_in_canary"}),
@@ -83,7 +84,7 @@ STAGE_TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
     "canonical_default": frozenset({"opt_in_canary", "legacy_read_only"}),
     "legacy_read_only": frozenset({"canonical_default", "retired"}),
     "retired": frozenset(),
-}
+})
 _BINDING_FIELDS: Final = frozenset(
     {"scopeKey", "surface", "mode", "stage", "writerId", "generation", "leaseExpiresAt"}
 )
@@ -234,7 +235,8 @@ class MemoryKernel:
         """A new candidate (or an explicitly activated user memory) at revision 1."""
         self._assert_mutation_authority()
         port = self._port()
-        record = create_memory_candidate(
+        # a VerifiedRecord: the port commits it without checking it again
+        record = verified_memory_candidate(
             request, clock=self.clock, new_id=self.new_id, secret_probe=self.secret_probe
         )
         at = record["createdAt"]
@@ -263,7 +265,7 @@ class MemoryKernel:
             at=at,
             store_revision=committed.store_revision,
         )
-        return {"record": record, "event": event, "receipt": receipt}
+        return {"record": record.to_wire(), "event": event, "receipt": receipt}
 
     def decide_memory(self, request: Any) -> dict[str, Any]:
         """One lifecycle command (``activate`` … ``purge``) against an expected revision."""
@@ -276,10 +278,10 @@ class MemoryKernel:
         if current is None:
             raise InvalidArgument("memory record does not exist", details={"memoryId": memory_id})
         ceiling = self._policy_checks(port, current, command, value)
-        mutation = apply_memory_command(
+        record, event, applied = apply_verified_command(
             current, command, clock=self.clock, new_id=self.new_id, confidence_ceiling=ceiling
         )
-        committed = port.commit(MemoryCommit(mutation.record, mutation.event), current["revision"])
+        committed = port.commit(MemoryCommit(record, event), current["revision"])
         if not committed.ok:
             raise RevisionConflict(
                 "memory changed before command commit",
@@ -290,14 +292,14 @@ class MemoryKernel:
                 },
             )
         receipt = memory_receipt(
-            mutation.receipt["operation"],
-            mutation.record,
-            mutation.event,
+            applied["operation"],
+            record,
+            event,
             previous_revision=current["revision"],
-            at=mutation.receipt["at"],
+            at=applied["at"],
             store_revision=committed.store_revision,
         )
-        return {"record": mutation.record, "event": mutation.event, "receipt": receipt}
+        return {"record": record.to_wire(), "event": event, "receipt": receipt}
 
     def _policy_checks(
         self,

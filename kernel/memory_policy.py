@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from kernel.errors import InvalidArgument, RevisionConflict, ScopeDenied, SinkDenied
@@ -53,7 +54,7 @@ from kernel.memory_checks import (
 from kernel.normalize import normalize_memory_record
 from kernel.ports import Clock, NewId
 
-__all__ = [
+__all__ = (
     "SCOPE_ORDER",
     "SENSITIVITY_ORDER",
     "SupersessionDecision",
@@ -62,7 +63,7 @@ __all__ = [
     "promote_scope",
     "reinforcement_ceiling",
     "source_authority",
-]
+)
 
 SCOPE_ORDER: Final = ("turn", "session", "agent", "project", "user", "global")
 SENSITIVITY_ORDER: Final = ("public", "internal", "personal", "secret", "restricted")
@@ -70,7 +71,7 @@ USER_CORRECTION: Final = "user-correction"
 PROMOTION_SOURCE: Final = "scope-promotion"
 
 #: ``provenance.source`` → authority rank (unknown sources rank 0).
-SOURCE_AUTHORITY: Final[Mapping[str, int]] = {
+SOURCE_AUTHORITY: Final[Mapping[str, int]] = MappingProxyType({
     USER_CORRECTION: 5,
     "explicit-user-memory": 4,
     "user": 4,
@@ -85,7 +86,7 @@ SOURCE_AUTHORITY: Final[Mapping[str, int]] = {
     "rule-extract": 1,
     "llm-summary": 1,
     "import": 1,
-}
+})
 
 
 def source_authority(record: Mapping[str, Any]) -> int:

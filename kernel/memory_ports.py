@@ -63,7 +63,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
-__all__ = ["CommitResult", "MemoryCommit", "MemoryPort", "PurgePort", "json_copy"]
+__all__ = ("CommitResult", "MemoryCommit", "MemoryPort", "PurgePort", "json_copy")
 
 
 _T = TypeVar("_T")

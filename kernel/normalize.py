@@ -23,6 +23,7 @@ The digest profile is a parameter (``"peer"`` reproduces the peer's bytes).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,7 +35,7 @@ from kernel.collation import collation_key as peer_collation_key
 from kernel.errors import DigestMismatch, InvalidArgument
 from kernel.timestamps import parse_timestamp
 
-__all__ = [
+__all__ = (
     "CONTEXT_ITEM_DOMAIN",
     "CONTEXT_KINDS",
     "MEMORY_RECORD_DOMAIN",
@@ -45,7 +46,7 @@ __all__ = [
     "normalize_context_item",
     "normalize_memory_record",
     "peer_collation_key",
-]
+)
 
 CONTEXT_ITEM_DOMAIN: Final = "chainlesschain.context-item/v1"
 MEMORY_RECORD_DOMAIN: Final = "chainlesschain.memory-record/v1"
@@ -186,9 +187,7 @@ def kernel_value_digest(
             body = _DUMPS(value, option=_SORT_KEYS)  # the ``orjson`` encoder, called directly
         except (TypeError, ValueError):
             return _digest.digest(value, domain, profile)
-        prefix = _DOMAIN_PREFIXES.get(domain)
-        if prefix is None:
-            prefix = _domain_prefix(domain)
+        prefix = _domain_prefix(domain) if type(domain) is str else _domain_bytes(domain)
         return _DIGEST_PREFIX + _sha256(prefix + body).hexdigest()
     return _digest.digest(value, domain, profile)
 
@@ -196,15 +195,14 @@ def kernel_value_digest(
 _DIGEST_PREFIX: Final = _digest.DIGEST_PREFIX
 _sha256: Final = hashlib.sha256
 
-#: ``domain`` UTF-8 + NUL, by domain (the kernel uses a handful; bounded all the same).
-_DOMAIN_PREFIXES: dict[str, bytes] = {}
+def _domain_bytes(domain: str) -> bytes:
+    """``domain`` UTF-8 + NUL."""
+    return domain.encode("utf-8") + b"\x00"
 
 
-def _domain_prefix(domain: str) -> bytes:
-    if len(_DOMAIN_PREFIXES) >= 64:
-        _DOMAIN_PREFIXES.clear()
-    prefix = _DOMAIN_PREFIXES[domain] = domain.encode("utf-8") + b"\x00"
-    return prefix
+#: :func:`_domain_bytes` of an exact ``str`` (the kernel uses a handful of domains):
+#: ``functools.lru_cache`` over a pure function of an immutable string.
+_domain_prefix: Final = functools.lru_cache(maxsize=64)(_domain_bytes)
 
 
 # --- peer collation (String#localeCompare(other, "en"), ICU root, tertiary strength) -----

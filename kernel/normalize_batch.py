@@ -5,7 +5,7 @@ skipping the digest check), so per-item overhead dominates a 10,000-item plan.  
 fast paths keep it low without changing a single output byte:
 
 * :func:`normalize_context_items` validates a list of raw items optimistically —
-  identifiers checked by one regex over all of them, timestamps through a memo,
+  identifiers checked by one regex over all of them, timestamps through a memo of the call,
   enumerations by set lookup — and builds exactly the dicts
   :func:`kernel.normalize.normalize_context_item` builds.  On *any* anomaly (an
   invalid field, an unusual but valid form such as ``5.0`` for ``5``, a supplied digest
@@ -67,7 +67,7 @@ from kernel.normalize import (
     normalize_context_item,
 )
 
-__all__ = ["ItemBatch", "context_item_batch", "normalize_context_items"]
+__all__ = ("ItemBatch", "context_item_batch", "normalize_context_items")
 
 _ENCODE = _digest.ENCODERS.get("orjson")
 _PREFIX: Final = _digest.DIGEST_PREFIX
@@ -82,29 +82,23 @@ _LIST_HEAD: Final = b'[{"allowedSinks":['
 _ID_LIST = re.compile(
     r"(?:[A-Za-z0-9][A-Za-z0-9._:/-]{0,159}\n)*[A-Za-z0-9][A-Za-z0-9._:/-]{0,159}"
 )
-_TS_MEMO: dict[str, str] = {}
-_SINKS_MEMO: dict[tuple[str, ...], tuple[str, ...]] = {}
-_MEMO_LIMIT: Final = 1 << 14
+# The memos below belong to one call (created by :func:`_fast_items`, dropped when it
+# returns): a batch repeats a few timestamps and sink lists, and no answer outlives it.
 
 
-def _ts(raw: Any, field: str) -> str:
-    iso = _timestamp(raw, field)  # raises on anything invalid
-    if len(_TS_MEMO) >= _MEMO_LIMIT:
-        _TS_MEMO.clear()
-    _TS_MEMO[raw] = iso
+def _ts(raw: str, field: str, memo: dict[str, str]) -> str:
+    """``_timestamp(raw, field)`` for an exact ``str``, remembered in the call's ``memo``."""
+    iso = memo[raw] = _timestamp(raw, field)  # raises on anything invalid
     return iso
 
 
-def _sinks(raw: list[Any]) -> list[str]:
+def _sinks(raw: list[Any], memo: dict[tuple[str, ...], tuple[str, ...]]) -> list[str]:
     if countOf(map(type, raw), str) != len(raw):
         raise TypeError("allowedSinks: exact path")  # the memo is keyed by equality
     key = tuple(raw)
-    hit = _SINKS_MEMO.get(key)
+    hit = memo.get(key)
     if hit is None:
-        hit = tuple(_string_set(raw, "allowedSinks", 1, 128, 128))
-        if len(_SINKS_MEMO) >= _MEMO_LIMIT:
-            _SINKS_MEMO.clear()
-        _SINKS_MEMO[key] = hit
+        hit = memo[key] = tuple(_string_set(raw, "allowedSinks", 1, 128, 128))
     return list(hit)
 
 
@@ -116,7 +110,9 @@ def _fast_items(raws: Sequence[Any]) -> list[dict[str, Any]] | None:
     add_out = outs.append
     supplied: list[Any] = []
     add_supplied = supplied.append
-    ts_get = _TS_MEMO.get
+    ts_memo: dict[str, str] = {}
+    ts_get = ts_memo.get
+    sinks_memo: dict[tuple[str, ...], tuple[str, ...]] = {}
     kinds, trusts, sensitivities, scoped = _KIND_SET, TRUST, SENSITIVITY, SCOPE_ID_REQUIRED
     item_fields, src_fields, prov_fields = _ITEM_FIELDS, _SOURCE_REF_FIELDS, _PROVENANCE_FIELDS
     absent = _ABSENT
@@ -169,7 +165,7 @@ def _fast_items(raws: Sequence[Any]) -> list[dict[str, Any]] | None:
             observed = pv["observedAt"]
             if type(observed) is not str:
                 return None
-            observed_iso = ts_get(observed) or _ts(observed, "provenance.observedAt")
+            observed_iso = ts_get(observed) or _ts(observed, "provenance.observedAt", ts_memo)
             n_prov = len(pv)
             if n_prov == 2:
                 prov: dict[str, Any] = {"source": source, "observedAt": observed_iso}
@@ -185,7 +181,7 @@ def _fast_items(raws: Sequence[Any]) -> list[dict[str, Any]] | None:
             if len(sinks) == 1 and type(s0 := sinks[0]) is str and 0 < len(s0) <= 64:
                 sinks_out = [s0]
             else:
-                sinks_out = _sinks(sinks)
+                sinks_out = _sinks(sinks, sinks_memo)
             tokens = v["tokenEstimate"]
             priority = v["priority"]
             pinned = v["pinned"]
@@ -200,7 +196,7 @@ def _fast_items(raws: Sequence[Any]) -> list[dict[str, Any]] | None:
             created = v["createdAt"]
             if type(created) is not str:
                 return None
-            created_iso = ts_get(created) or _ts(created, "createdAt")
+            created_iso = ts_get(created) or _ts(created, "createdAt", ts_memo)
             if scope in scoped:
                 scope_id = v["scopeId"]
                 add_ids((item_id, scope_id, store, sid, source))
@@ -243,7 +239,7 @@ def _fast_items(raws: Sequence[Any]) -> list[dict[str, Any]] | None:
                 expires = v["expiresAt"]
                 if type(expires) is not str:
                     return None
-                out["expiresAt"] = ts_get(expires) or _ts(expires, "expiresAt")
+                out["expiresAt"] = ts_get(expires) or _ts(expires, "expiresAt", ts_memo)
             if "binding" in v:
                 out["binding"] = _binding(v["binding"])
             if "content" in v:
@@ -394,8 +390,7 @@ def _all(columns: Sequence[Sequence[Any]], kind: type) -> bool:
 def _iso(column: Sequence[str], field: str) -> tuple[Sequence[str], bool]:
     """Normalised timestamps of a column (each distinct value parsed once) and whether
     any differs from its input."""
-    get = _TS_MEMO.get
-    memo = {raw: get(raw) or _ts(raw, field) for raw in set(column)}
+    memo = {raw: _timestamp(raw, field) for raw in set(column)}
     if all(raw == iso for raw, iso in memo.items()):
         return column, False
     return [memo[raw] for raw in column], True

@@ -4,31 +4,31 @@ Split out of :mod:`kernel.normalize` (whose scalar checks it uses); ``from
 kernel.normalize import normalize_memory_record`` keeps working.  See that module's
 docstring for the rules shared with ContextItems.
 
-**Verified-record memo.**  A record is verified each time it crosses a boundary (read
-from a port, handed to the reducer, committed to a port), and the same record often
+**Verified records, by type.**  A record is verified each time it crosses a boundary
+(read from a port, handed to the reducer, committed to a port), and the same record often
 crosses several in one operation — a deletion's tombstone is produced by the reducer,
-committed, read back and purged.  Normalisation is a pure function of the JSON value, so
-the outcome for a value already verified in this process is known: the memo holds the
-SHA-256 of the compact JSON bytes of recent *outputs* (peer profile; at most
-``_MEMO_LIMIT`` entries, about 3.5 MB, cleared when full).  A value whose own bytes hash
-to a remembered output *is* that output — every field, every type (the serialiser refuses
-subclasses, prints ``1``, ``1.0`` and ``true`` differently, and an output never holds
-``null``, which is what a NaN would print as) and the digest it carries, which was checked
-or computed when that output was produced.  Any other value, a changed byte anywhere,
-takes the full path: field checks, secret scan, canonical digest, digest comparison.
-Nothing is skipped for a value that has not been verified exactly as it is
-(docs/adr/0005-verified-record-memo.md).
+committed and purged.  What the kernel produced itself need not be checked again, and
+that is said by its type, never by call history: :class:`VerifiedRecord` is an immutable
+mapping that only this module constructs — from the full normaliser, or by the reducer's
+derivations (:func:`tombstone_record`, :func:`purged_record`) from a record that is itself
+a ``VerifiedRecord``.  The reducer and the stores (:func:`memory_record_blob`) take one
+without re-checking; any other value — a dict, whatever the process saw before — takes
+the full path: field checks, secret scan, canonical digest, digest comparison.  There is
+no module state: the same call gives the same answer whatever ran before it
+(``tests/kernel/test_purity_probes.py``; docs/adr/0011-purity-by-type.md, superseding the
+process-wide memo of ADR 0005).
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final
 
 from kernel import digest as _digest
-from kernel.errors import DigestMismatch, InvalidArgument
+from kernel.errors import DigestMismatch, InvalidArgument, KernelError
 from kernel.memory_checks import _IDENTIFIER as _checks_identifier_pattern
 from kernel.memory_checks import identifier as _checks_identifier
 from kernel.normalize import (
@@ -60,9 +60,10 @@ from kernel.normalize import (
     kernel_value_digest,
     keys_sort_canonically,
 )
-from kernel.timestamps import _CACHE as _timestamp_cache
+from kernel.timestamps import parse_timestamp
 
-__all__ = [
+__all__ = (
+    "VerifiedRecord",
     "contains_secret_material",
     "fast_identifier",
     "forget_verified_records",
@@ -73,7 +74,7 @@ __all__ = [
     "tombstone_record",
     "verified_memory_record",
     "verified_stored_record",
-]
+)
 
 try:
     import orjson as _orjson
@@ -155,7 +156,7 @@ _SECRET_PATTERNS: Final = tuple(
 
 #: Characters Python's ``re.IGNORECASE`` matches against an ASCII letter besides its two
 #: cases (``tests/kernel/test_memory_fastpaths.py`` enumerates every code point).
-_FOLD_TO_ASCII: Final = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
+_FOLD_TO_ASCII: Final = MappingProxyType({0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"})
 
 
 def _may_hold_secret(folded: str) -> tuple[bool, ...]:
@@ -204,28 +205,30 @@ def _retention(raw: Any) -> dict[str, Any]:
     return out
 
 
-_IDENTIFIER_MATCH: Final = _IDENTIFIER.fullmatch
+def _matcher(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    """Whether a string fully matches ``pattern``.  (Not cached: the ids a deletion checks
+    — request, memory, fence — are new on every request, so an ``lru_cache`` here missed
+    far more often than it hit and cost more than the match; measured, ADR 0011.)"""
+    fullmatch = pattern.fullmatch
+
+    def matches(text: str) -> bool:
+        return fullmatch(text) is not None
+
+    return matches
 
 
-_CHECKS_IDENTIFIER_MATCH: Final = _checks_identifier_pattern.fullmatch
-#: Strings that passed :func:`fast_identifier` (validity is a function of the string alone;
-#: a deletion checks its fence three times); at most 4,096, cleared when full.
-_KNOWN_IDENTIFIERS: set[str] = set()
+#: The normaliser's identifier check (:data:`kernel.normalize._IDENTIFIER`).
+_is_identifier: Final = _matcher(_IDENTIFIER)
+#: The API argument check's (:data:`kernel.memory_checks._IDENTIFIER`; the same pattern).
+_is_checks_identifier: Final = _matcher(_checks_identifier_pattern)
 
 
 def fast_identifier(value: Any, field: str) -> str:
     """``kernel.memory_checks.identifier(value, field)`` (the API argument check, in the
     peer's wording): an exact ``str`` matching the identifier pattern (which bounds it to
-    1–160 ASCII characters), or one that already matched, is returned as is; anything else
-    takes the full check."""
-    if type(value) is str:
-        if value in _KNOWN_IDENTIFIERS:
-            return value
-        if _CHECKS_IDENTIFIER_MATCH(value) is not None:
-            if len(_KNOWN_IDENTIFIERS) >= 4096:
-                _KNOWN_IDENTIFIERS.clear()
-            _KNOWN_IDENTIFIERS.add(value)
-            return value
+    1–160 ASCII characters) is returned as is; anything else takes the full check."""
+    if type(value) is str and _is_checks_identifier(value):
+        return value
     return _checks_identifier(value, field)
 
 
@@ -246,7 +249,7 @@ def _evidence_refs(raw: Any) -> list[dict[str, Any]]:
     if not _array(raw) or not 1 <= len(raw) <= 128:
         raise InvalidArgument("evidenceRefs must contain 1-128 entries")
     out = []
-    match = _IDENTIFIER_MATCH
+    match = _is_identifier
     for i, entry in enumerate(raw):
         # ``{store, id}`` of two identifiers is checked inline, anything else in full
         if type(entry) is dict and len(entry) == 2:
@@ -254,8 +257,8 @@ def _evidence_refs(raw: Any) -> list[dict[str, Any]]:
             if (
                 type(store) is str
                 and type(ident) is str
-                and match(store) is not None
-                and match(ident) is not None
+                and match(store)
+                and match(ident)
             ):
                 out.append({"store": store, "id": ident})
                 continue
@@ -265,17 +268,15 @@ def _evidence_refs(raw: Any) -> list[dict[str, Any]]:
 
 #: Retention modes that need no further field (``{"mode": m}`` is complete).
 _BARE_MODES: Final = frozenset(RETENTION_MODES - {"until_expired", "legal_hold"})
-_TIMESTAMP_HIT: Final = _timestamp_cache.get
 
 
 def _fast_timestamp(value: Any, field: str) -> str:
     """``_timestamp(value, field)``: a string of 20 to 32 characters (within the field's
-    20–64 UTF-16 units whatever it holds) that the parser already converted is answered
-    from the parser's own cache; anything else takes the full path."""
+    20–64 UTF-16 units whatever it holds) goes straight to the parser (whose answers for
+    exact strings are an ``lru_cache`` of a pure function); anything else takes the full
+    path."""
     if type(value) is str and 20 <= len(value) <= 32:
-        hit = _TIMESTAMP_HIT(value)
-        if hit is not None:
-            return hit[1]
+        return parse_timestamp(value, field)[1]
     return _timestamp(value, field)
 
 
@@ -284,103 +285,180 @@ def _fast_provenance(raw: Any) -> dict[str, Any]:
     checked inline, anything else in full."""
     if type(raw) is dict and len(raw) == 2:
         source, observed = raw.get("source"), raw.get("observedAt")
-        if type(source) is str and _IDENTIFIER_MATCH(source) is not None and (
+        if type(source) is str and _is_identifier(source) and (
             type(observed) is str and 20 <= len(observed) <= 32
         ):
-            hit = _TIMESTAMP_HIT(observed)
-            if hit is not None:
-                return {"source": source, "observedAt": hit[1]}
+            try:
+                iso = parse_timestamp(observed, "provenance.observedAt")[1]
+            except KernelError:
+                pass  # the full path reports it, in the peer's order
+            else:
+                return {"source": source, "observedAt": iso}
     return _provenance(raw)
 
 
-_MEMO_LIMIT: Final = 32_768
-_VERIFIED: set[bytes] = set()
-#: The compact JSON of the record verified or derived last (``[blob]``): a verified
-#: output's bytes, so equal bytes are a hit without hashing them — the store's commit of
-#: the record the reducer just built, byte for byte, is this case.
-_RECENT: list[bytes] = [b""]
+# --- the verified record ---------------------------------------------------------------------
+
+_LEAVES: Final = frozenset({str, int, float, bool, type(None)})
 
 
-def _lookup(blob: bytes) -> bytes | None:
-    """``None`` when ``blob`` is a verified output's bytes (the most recent one, or one
-    whose SHA-256 the memo holds); otherwise its SHA-256, for :func:`_remember`."""
-    if blob == _RECENT[0]:
-        return None
-    key = hashlib.sha256(blob).digest()
-    return None if key in _VERIFIED else key
+def _thawed(value: Any) -> Any:
+    """A deep copy of a record's value (dicts, lists and JSON scalars only)."""
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) in _LEAVES else _thawed(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _LEAVES else _thawed(v) for v in value]
+    return value
 
 
-def _memo_key(raw: Any) -> bytes | None:
-    """Compact JSON of ``raw`` when it is plain JSON data (no subclasses), else ``None``."""
-    if _orjson is None or type(raw) is not dict:
-        return None
-    try:
-        return _orjson.dumps(raw, option=_orjson.OPT_PASSTHROUGH_SUBCLASS)
-    except TypeError:  # JSONEncodeError: a subclass, a lone surrogate, a huge int, …
-        return None
+def _encode(record: dict[str, Any]) -> bytes:
+    """The compact JSON a store keeps (``orjson``; ``json`` without it)."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(record)
+        except TypeError:  # JSONEncodeError: a lone surrogate, …
+            pass
+    import json
+
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8")  # a lone surrogate raises, as a store would
 
 
-def _remember(
-    out: dict[str, Any], raw_blob: bytes | None = None, raw_key: bytes | None = None
-) -> bytes | None:
-    """Remember ``out``'s bytes as verified.  ``raw_blob`` / ``raw_key``: the input's bytes
-    and their SHA-256, when known — a stored record is usually its own normal form, and
-    then ``out``'s bytes are those bytes and their hash is not computed twice."""
-    blob = _memo_key(out)
-    if blob is not None:
-        if len(_VERIFIED) >= _MEMO_LIMIT:
-            _VERIFIED.clear()
-        if raw_key is None or blob != raw_blob:
-            raw_key = hashlib.sha256(blob).digest()
-        _VERIFIED.add(raw_key)
-        _RECENT[0] = blob
-    return blob
+@dataclass(frozen=True, slots=True, init=False, eq=False, repr=False)
+class VerifiedRecord(Mapping[str, Any]):
+    """A MemoryRecord in normal form (peer profile, digest checked or computed): what
+    :func:`normalize_memory_record` returns, as an immutable mapping.
+
+    Only this module builds one — :func:`verified_memory_record` (from any value, by the
+    full normaliser), :func:`verified_stored_record`, and the reducer's derivations
+    :func:`tombstone_record` / :func:`purged_record` from a record that is itself
+    verified — so the type *is* the proof: the reducer and the stores take a
+    ``VerifiedRecord`` without checking it again, and trust nothing else.  Calling the
+    class raises ``TypeError``; it cannot be subclassed; copies are the same object, and
+    unpickling verifies again.
+
+    Reading a key returns its value; a nested object or array is returned as a fresh
+    copy, so no holder can change the record (``to_wire()``: the whole record as a new
+    dict).  :attr:`blob` is its compact JSON (what a store keeps), computed once."""
+
+    _record: dict[str, Any]
+    _blob: bytes | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(
+            "a VerifiedRecord is made by the normaliser only: "
+            "use kernel.normalize_memory.verified_memory_record(raw)"
+        )
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        raise TypeError("VerifiedRecord cannot be subclassed")
+
+    # --- the mapping (read-only; nested values copied out)
+    def __getitem__(self, key: str) -> Any:
+        value = self._record[key]
+        return value if type(value) in _LEAVES else _thawed(value)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._record.get(key, _MISSING)
+        if value is _MISSING:
+            return default
+        return value if type(value) in _LEAVES else _thawed(value)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._record
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._record)
+
+    def __len__(self) -> int:
+        return len(self._record)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is VerifiedRecord:
+            return self._record == other._record
+        if isinstance(other, Mapping):
+            return self._record == (other if type(other) is dict else dict(other.items()))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"VerifiedRecord({self._record!r})"
+
+    # --- copies
+    def __copy__(self) -> VerifiedRecord:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> VerifiedRecord:
+        return self
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        return verified_memory_record, (self.to_wire(),)  # verified again when unpickled
+
+    def __setstate__(self, state: Any) -> None:
+        raise TypeError("a VerifiedRecord is unpickled through verified_memory_record only")
+
+    # --- views
+    def to_wire(self) -> dict[str, Any]:
+        """The record as a new plain dict (the caller owns it)."""
+        return _thawed(self._record)  # type: ignore[no-any-return]
+
+    @property
+    def blob(self) -> bytes:
+        """The record's compact JSON (immutable; computed on first use)."""
+        blob = self._blob
+        if blob is None:
+            blob = _encode(self._record)
+            _set_blob(self, blob)  # a function of the record: not state
+        return blob
 
 
-def _remember_derived(out: dict[str, Any]) -> None:
-    """Remember a record the reducer derived in normal form (a tombstone, a purged
-    version) as the most recent output only: the store's commit of it, next, is a hit.
-    It is not hashed into the memo: a tombstone is current only until the same deletion
-    purges it, and the purged version is final; a later read of either (``reconcile``)
-    verifies it in full."""
-    blob = _memo_key(out)
-    if blob is not None:
-        _RECENT[0] = blob
+_new_record: Final = object.__new__
+#: The slots' own setters (they bypass the frozen class's ``__setattr__``; only here).
+_set_record: Final = VerifiedRecord.__dict__["_record"].__set__
+_set_blob: Final = VerifiedRecord.__dict__["_blob"].__set__
+
+
+def _seal(record: dict[str, Any]) -> VerifiedRecord:
+    """The only constructor: ``record`` is a normalized record nobody else holds."""
+    sealed: VerifiedRecord = _new_record(VerifiedRecord)
+    _set_record(sealed, record)
+    _set_blob(sealed, None)
+    return sealed
+
+
+def _verified_fields(record: Any) -> Mapping[str, Any]:
+    """The normalized fields of ``record`` for the kernel's own reads: a
+    :class:`VerifiedRecord`'s own (no copy per read), anything else verified in full.
+    Kernel-internal (this module, the reducer, deletion): what is read through it is
+    neither changed nor handed out — nested values are the record's own."""
+    if type(record) is VerifiedRecord:
+        return record._record
+    return _normalize(record, "peer")
 
 
 def forget_verified_records() -> None:
-    """Empty the memo (benchmarks measuring the cold path; tests)."""
-    _VERIFIED.clear()
-    _RECENT[0] = b""
+    """Does nothing.  There is no verified-record memo any more (a record is trusted by
+    its type, :class:`VerifiedRecord`, never by the process having seen its bytes); kept
+    so existing callers (the deletion benchmark's cold/warm split) still run."""
 
 
 def normalize_memory_record(raw: Any, *, profile: _digest.Profile = "peer") -> dict[str, Any]:
     """The peer's ``normalizeMemoryRecord``: validated wire dict with ``digest`` (a new
-    object; the caller owns it)."""
-    if profile != "peer":
-        return _normalize(raw, profile)
-    blob = _memo_key(raw)
-    key = _lookup(blob) if blob is not None else None
-    if blob is not None and key is None:
-        out: dict[str, Any] = _orjson.loads(blob)
-        return out
-    out = _normalize(raw, profile)
-    _remember(out, blob, key)
-    return out
+    object; the caller owns it).  A :class:`VerifiedRecord` is already in normal form
+    (peer profile): its copy is returned."""
+    if type(raw) is VerifiedRecord and profile == "peer":
+        return raw.to_wire()
+    return _normalize(raw, profile)
 
 
-def verified_memory_record(raw: Any) -> Mapping[str, Any]:
-    """``normalize_memory_record(raw)`` for a caller that only reads the result: on a memo
-    hit ``raw`` itself (it *is* the normalized record), otherwise the new normalized
-    record.  Never mutate or keep what it returns."""
-    blob = _memo_key(raw)
-    key = _lookup(blob) if blob is not None else None
-    if blob is not None and key is None:
-        verified: Mapping[str, Any] = raw
-        return verified
-    out = _normalize(raw, "peer")
-    _remember(out, blob, key)
-    return out
+def verified_memory_record(raw: Any) -> VerifiedRecord:
+    """``normalize_memory_record(raw)`` as a :class:`VerifiedRecord` (``raw`` itself when
+    it is one)."""
+    if type(raw) is VerifiedRecord:
+        return raw
+    return _seal(_normalize(raw, "peer"))
 
 
 def parse_stored_record(blob: bytes) -> dict[str, Any] | None:
@@ -392,55 +470,41 @@ def parse_stored_record(blob: bytes) -> dict[str, Any] | None:
     return value if type(value) is dict else None
 
 
-def verified_stored_record(
-    blob: bytes, raw: dict[str, Any], *, remember: bool = True
-) -> Mapping[str, Any]:
+def verified_stored_record(blob: bytes, raw: dict[str, Any]) -> VerifiedRecord:
     """``verified_memory_record(raw)`` for ``raw = parse_stored_record(blob)`` (bytes a
-    store holds): the memo is looked up by the hash of ``blob`` itself, which is not
-    encoded again.  A hit means ``blob`` *is* a verified output's bytes, so its parse
-    ``raw`` is that output; otherwise ``raw`` is verified in full — and remembered unless
-    ``remember`` is false (a caller about to replace that version: a deletion).  Never
-    mutate or keep what it returns."""
-    key = _lookup(blob)
-    if key is None:
-        return raw
-    out = _normalize(raw, "peer")
-    if remember:
-        _remember(out, blob, key)
-    return out
+    store holds): verified in full — a store's bytes are not trusted, whoever wrote them.
+    (``blob`` is not reused as the record's own bytes: a stored record may be valid
+    without being in normal form; :attr:`~VerifiedRecord.blob` encodes the normal form.)"""
+    return _seal(_normalize(raw, "peer"))
 
 
 def memory_record_blob(raw: Any) -> tuple[bytes, Mapping[str, Any]]:
     """``normalize_memory_record(raw)`` as compact JSON bytes (what a store keeps), and a
-    mapping to read the normalized fields from — ``raw`` itself when it already was a
-    verified record, so nothing is parsed; never store that mapping."""
-    raw_blob = _memo_key(raw)
-    key = _lookup(raw_blob) if raw_blob is not None else None
-    if raw_blob is not None and key is None:  # e.g. the record the reducer just built
-        return raw_blob, raw
+    mapping to read the normalized fields from.  A :class:`VerifiedRecord` (e.g. the
+    record the reducer just built) is taken as it is: its own bytes and itself; anything
+    else is verified in full.  Never store that mapping."""
+    if type(raw) is VerifiedRecord:
+        return raw.blob, raw
     out = _normalize(raw, "peer")
-    blob = _remember(out, raw_blob, key)
-    if blob is None:  # pragma: no cover - only without orjson
-        import json
-
-        blob = json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return blob, out
+    return _encode(out), out
 
 
 # --- records the reducer derives from a verified record -------------------------------------
 #
 # A deletion turns a verified record into its tombstone and the tombstone into its purged
-# version.  Both are built here directly in normal form: every field is either copied from
-# the verified input, a constant of the design (tombstone provenance, sink, zeroed scores),
-# or checked with the normalizer's own check (time, fence, revision); then the canonical
-# digest is computed.  ``tests/kernel/test_memory_fastpaths.py`` holds both equal to
-# normalizing the slow construction (``kernel.memory.tombstone``) on generated records.
+# version.  Both are built here directly in normal form from a VerifiedRecord (anything
+# else is verified first): every field is either copied from the verified input, a
+# constant of the design (tombstone provenance, sink, zeroed scores), or checked with the
+# normalizer's own check (time, fence, revision); then the canonical digest is computed.
+# ``tests/kernel/test_memory_fastpaths.py`` holds both equal to normalizing the slow
+# construction (``kernel.memory.tombstone``) on generated records, so what they seal is
+# what the normaliser would have produced.
 
 TOMBSTONE_SOURCE: Final = "memory-tombstone"
 TOMBSTONE_SINK: Final = "kernel.tombstone"
 
 
-def _sealed_record(out: dict[str, Any], memory_id: str) -> dict[str, Any]:
+def _sealed_record(out: dict[str, Any]) -> VerifiedRecord:
     revision = out["revision"]
     if type(revision) is not int or not 1 <= revision <= MAX_SAFE_INTEGER:
         out["revision"] = _integer(revision, "revision", 1)
@@ -451,58 +515,64 @@ def _sealed_record(out: dict[str, Any], memory_id: str) -> dict[str, Any]:
             type(importance) is int or _plain_number(importance)
         )
     out["digest"] = kernel_value_digest(out, MEMORY_RECORD_DOMAIN, "peer", plain)
-    _remember_derived(out)  # the store's commit of it, next, is a hit
-    return out
+    return _seal(out)
 
 
-def tombstone_record(current: Mapping[str, Any], *, at: str, fence: str) -> dict[str, Any]:
-    """``normalize_memory_record`` of the tombstone of ``current`` (a normalized record,
-    peer profile): state ``deleted``, revision + 1, updated ``at``, body-free, ``fence``."""
-    memory_id = current["memoryId"]
+def tombstone_record(current: Any, *, at: str, fence: str) -> VerifiedRecord:
+    """The tombstone of ``current`` in normal form (peer profile): state ``deleted``,
+    revision + 1, updated ``at``, body-free, ``fence``.  ``current`` is a
+    :class:`VerifiedRecord`, or is verified in full first (and refused if invalid)."""
+    record = _verified_fields(current)
+    memory_id = record["memoryId"]
     at = _fast_timestamp(at, "updatedAt")
     out: dict[str, Any] = {
         "schemaVersion": 1,
         "memoryId": memory_id,
-        "scope": current["scope"],
-        "scopeId": current.get("scopeId", _MISSING),
+        "scope": record["scope"],
+        "scopeId": record.get("scopeId", _MISSING),
         "category": "deleted",
         "content": "",
         "provenance": {"source": TOMBSTONE_SOURCE, "observedAt": at},
-        "evidenceRefs": [{"store": TOMBSTONE_SOURCE, "id": memory_id, "digest": current["digest"]}],
+        "evidenceRefs": [{"store": TOMBSTONE_SOURCE, "id": memory_id, "digest": record["digest"]}],
         "confidence": 0,
         "importance": 0,
         "tags": [],
-        "sensitivity": current["sensitivity"],
+        "sensitivity": record["sensitivity"],
         "allowedSinks": [TOMBSTONE_SINK],
         "state": "deleted",
-        "retentionPolicy": dict(current["retentionPolicy"]),
-        "createdAt": current["createdAt"],
+        "retentionPolicy": dict(record["retentionPolicy"]),
+        "createdAt": record["createdAt"],
         "updatedAt": at,
         "accessCount": 0,
-        "revision": current["revision"] + 1,
-        # a string that already matched the identifier pattern (the command's fence) is
-        # one; anything else takes the normalizer's check
+        "revision": record["revision"] + 1,
         "deletionFence": (
             fence
-            if type(fence) is str and fence in _KNOWN_IDENTIFIERS
+            if type(fence) is str and _is_identifier(fence)
             else _identifier(fence, "deletionFence")
         ),
     }
     if out["scopeId"] is _MISSING:  # present exactly when ``current`` has one
         del out["scopeId"]
-    return _sealed_record(out, memory_id)
+    return _sealed_record(out)
 
 
-def purged_record(tombstone: Mapping[str, Any], *, at: str) -> dict[str, Any]:
-    """``normalize_memory_record`` of the purged version of ``tombstone`` (a normalized
-    ``deleted`` record, peer profile): state ``purged``, revision + 1, updated ``at``.
-    The result shares its nested values with ``tombstone``: pass a record you own."""
-    out = dict(tombstone)
-    out.pop("digest", None)
+def purged_record(tombstone: Any, *, at: str) -> VerifiedRecord:
+    """The purged version of ``tombstone`` in normal form (peer profile): state
+    ``purged``, revision + 1, updated ``at``.  ``tombstone`` is a :class:`VerifiedRecord`
+    in state ``deleted``, or is verified in full first; any other state is refused (only
+    a tombstone has the purged version's body-free shape)."""
+    record = _verified_fields(tombstone)
+    if record["state"] != "deleted":
+        raise InvalidArgument(
+            "only a deleted MemoryRecord has a purged version",
+            details={"memoryId": record["memoryId"], "state": record["state"]},
+        )
+    out = dict(record)  # shares its nested values with ``tombstone``: neither changes them
+    del out["digest"]
     out["state"] = "purged"  # existing keys: their places are kept
     out["updatedAt"] = _fast_timestamp(at, "updatedAt")
-    out["revision"] = tombstone["revision"] + 1
-    return _sealed_record(out, out["memoryId"])
+    out["revision"] = record["revision"] + 1
+    return _sealed_record(out)
 
 
 def _normalize(raw: Any, profile: _digest.Profile) -> dict[str, Any]:
@@ -534,21 +604,21 @@ def _normalize(raw: Any, profile: _digest.Profile) -> dict[str, Any]:
         if "deletionFence" not in value:
             raise InvalidArgument("deleted/purged MemoryRecord requires deletionFence")
     memory_id = get("memoryId")
-    if type(memory_id) is not str or _IDENTIFIER_MATCH(memory_id) is None:
+    if type(memory_id) is not str or not _is_identifier(memory_id):
         memory_id = _identifier(memory_id, "memoryId")
     scope, scope_id = get("scope"), get("scopeId", _MISSING)
     if (
         type(scope) is not str
         or type(scope_id) is not str
         or scope not in SCOPE_ID_REQUIRED
-        or _IDENTIFIER_MATCH(scope_id) is None
+        or not _is_identifier(scope_id)
     ):
         scope, scope_id = _scope(scope, scope_id)
     out: dict[str, Any] = {"schemaVersion": 1, "memoryId": memory_id, "scope": scope}
     if scope_id is not None:
         out["scopeId"] = scope_id
     category = get("category")
-    if type(category) is not str or _IDENTIFIER_MATCH(category) is None:
+    if type(category) is not str or not _is_identifier(category):
         category = _identifier(category, "category")
     out["category"] = category
     out["content"] = content

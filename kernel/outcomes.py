@@ -25,7 +25,9 @@ camelCase detail keys.  Messages name no bodies and no secrets.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, ClassVar, Final, Literal
 
 from kernel.contracts._base import wire_fields, wire_value
@@ -58,11 +60,11 @@ class Outcome:
 
 OverBudgetReason = Literal["no_input_budget", "no_selectable_budget", "protected_exceeds_budget"]
 
-_OVER_BUDGET_MESSAGES: Final[dict[str, str]] = {
+_OVER_BUDGET_MESSAGES: Final[Mapping[str, str]] = MappingProxyType({
     "no_input_budget": "model window leaves no input budget",
     "no_selectable_budget": "recovery reserve leaves no selectable input budget",
     "protected_exceeds_budget": "protected context exceeds input budget",
-}
+})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -232,7 +234,7 @@ AnyOutcome = (
     | IndexDegraded
 )
 
-__all__ = [
+__all__ = (
     "OUTCOME_CODES",
     "OUTCOME_TYPES",
     "AnyOutcome",
@@ -246,4 +248,4 @@ __all__ = [
     "ReconciliationRequired",
     "ScopeDeniedOutcome",
     "Stale",
-]
+)

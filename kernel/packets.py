@@ -35,6 +35,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Final, TypeVar
 
 from kernel.anticorruption import Finding, SecretAction, neutralise, sanitize
@@ -51,7 +52,7 @@ from kernel.trust import (
     source_trust,
 )
 
-__all__ = [
+__all__ = (
     "CONTENT_DIGEST_DOMAIN",
     "DEFAULT_PACKET_TOKEN_CAP",
     "DEFAULT_REFERENCE_THRESHOLD",
@@ -66,7 +67,7 @@ __all__ = [
     "PacketRole",
     "assemble",
     "content_digest",
-]
+)
 
 DEFAULT_PACKET_TOKEN_CAP: Final = 1_000
 DEFAULT_REFERENCE_THRESHOLD: Final = 10_000
@@ -100,13 +101,13 @@ class Decision(StrEnum):
     EXTERNALIZED = "externalized"
 
 
-_STRENGTH: Final = {
+_STRENGTH: Final = MappingProxyType({
     Decision.ADMITTED: 0,
     Decision.TRUNCATED: 1,
     Decision.REDACTED: 2,
     Decision.NEUTRALISED: 3,
     Decision.EXTERNALIZED: 4,
-}
+})
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 from kernel.errors import InvalidArgument
 
-__all__ = [
+__all__ = (
     "DEFAULT_PARTITION_WEIGHTS",
     "KIND_PARTITION",
     "PLAN_PARTITIONS",
@@ -25,7 +26,7 @@ __all__ = [
     "SELECTABLE_PARTITIONS",
     "derive_ceilings",
     "normalize_partition_map",
-]
+)
 
 RECOVERY_RESERVE: Final = "recovery-reserve"
 SELECTABLE_PARTITIONS: Final = (
@@ -40,7 +41,7 @@ PLAN_PARTITIONS: Final = (*SELECTABLE_PARTITIONS, RECOVERY_RESERVE)
 _SELECTABLE_SET: Final = frozenset(SELECTABLE_PARTITIONS)
 
 #: Which partition each ContextItem kind draws from.
-KIND_PARTITION: Final[Mapping[str, str]] = {
+KIND_PARTITION: Final[Mapping[str, str]] = MappingProxyType({
     "system-policy": "trusted-system",
     "task-state": "working-state",
     "tool-schema": "tools-and-skills",
@@ -50,17 +51,17 @@ KIND_PARTITION: Final[Mapping[str, str]] = {
     "artifact-ref": "tool-evidence",
     "memory": "memory-and-rules",
     "project-rule": "memory-and-rules",
-}
+})
 
 #: Default share of the selectable budget (sums to 1.0; flooring leaves a remainder).
-DEFAULT_PARTITION_WEIGHTS: Final[Mapping[str, float]] = {
+DEFAULT_PARTITION_WEIGHTS: Final[Mapping[str, float]] = MappingProxyType({
     "trusted-system": 0.12,
     "working-state": 0.18,
     "tools-and-skills": 0.16,
     "conversation": 0.28,
     "tool-evidence": 0.14,
     "memory-and-rules": 0.12,
-}
+})
 
 
 def _amount(value: Any, field: str, maximum: int) -> int:

@@ -26,7 +26,7 @@ from kernel.contracts import (
 from kernel.contracts.planning import DroppedItem, PartitionUsage, PlanPartitions
 from kernel.planner import plan_context
 
-__all__ = ["context_item_from_wire", "plan", "plan_from_wire"]
+__all__ = ("context_item_from_wire", "plan", "plan_from_wire")
 
 _C = TypeVar("_C")
 

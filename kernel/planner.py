@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final
 
 from kernel import digest as _digest
@@ -67,13 +68,13 @@ from kernel.partitions import (
 )
 from kernel.timestamps import iso_to_epoch_ms, now_from_value
 
-__all__ = [
+__all__ = (
     "CONTEXT_PLAN_DOMAIN",
     "CONTEXT_PLAN_SCHEMA",
     "is_protected",
     "item_order_key",
     "plan_context",
-]
+)
 
 CONTEXT_PLAN_SCHEMA: Final = "chainlesschain.context-plan/v1"
 CONTEXT_PLAN_DOMAIN: Final = "chainlesschain.context-plan/v1"
@@ -99,7 +100,7 @@ _REQUEST_FIELDS: Final = frozenset(
     }
 )
 _ADMISSION_FIELDS: Final = frozenset({"scope", "scopeId"})
-_KIND_ORDER: Final = {kind: i for i, kind in enumerate(CONTEXT_KINDS)}
+_KIND_ORDER: Final = MappingProxyType({kind: i for i, kind in enumerate(CONTEXT_KINDS)})
 _TRUSTED: Final = ("host", "verified")
 _LIVE_TASK: Final = ("pending", "running", "waiting")
 _UNSETTLED: Final = ("pending", "unknown")

@@ -38,7 +38,7 @@ from typing import Final, NamedTuple
 
 from kernel.errors import InvalidArgument
 
-__all__ = [
+__all__ = (
     "DEFAULT_PROFILE",
     "OVERRIDE_KEYS",
     "BudgetPlan",
@@ -46,7 +46,7 @@ __all__ = [
     "auto_compact_tokens",
     "plan_budget",
     "resolve_profile",
-]
+)
 
 
 @dataclass(frozen=True, slots=True)

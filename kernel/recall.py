@@ -47,7 +47,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import (
+    ROUND_HALF_EVEN,
+    ROUND_HALF_UP,
+    Context,
+    Decimal,
+    DivisionByZero,
+    InvalidOperation,
+    Overflow,
+)
 from functools import partial
 from typing import Any, Final, Literal
 
@@ -81,7 +89,7 @@ from kernel.normalize import (
 from kernel.outcomes import IndexDegraded
 from kernel.timestamps import iso_to_epoch_ms, parse_timestamp
 
-__all__ = [
+__all__ = (
     "RECALL_DOMAIN",
     "RecallOutcome",
     "RecallProfile",
@@ -97,7 +105,7 @@ __all__ = [
     "rank_memory_records",
     "recall_memory",
     "relevance",
-]
+)
 
 RecallProfile = Literal["peer", "canonical"]
 IndexFallback = Literal["rebuild", "lexical"]
@@ -115,8 +123,26 @@ _SORTED_SETS: Final = ("tags", "allowedSinks")
 def js_to_fixed(value: float, digits: int = 6) -> float:
     """``Number(value.toFixed(digits))``: the exact binary value rounded half away from zero
     (ECMA-262 picks the larger ``n`` on a tie), read back as the nearest double."""
-    exact = Decimal(value)
-    return float(exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+    exact = Decimal.from_float(value)  # exact; reads and signals no context
+    context = _decimal_context()
+    step = Decimal(1).scaleb(-digits, context)
+    return float(exact.quantize(step, rounding=ROUND_HALF_UP, context=context))
+
+
+def _decimal_context() -> Context:
+    """A fresh context with the values of ``decimal``'s default one, for this call alone:
+    the result never depends on the thread's ambient context (which any caller may
+    change), and no shared context's flags are touched."""
+    return Context(
+        prec=28,
+        rounding=ROUND_HALF_EVEN,
+        Emin=-999_999,
+        Emax=999_999,
+        capitals=1,
+        clamp=0,
+        flags=[],
+        traps=[InvalidOperation, DivisionByZero, Overflow],
+    )
 
 
 def relevance(lexical: float, confidence: float, importance: float) -> float:

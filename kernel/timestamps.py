@@ -34,20 +34,22 @@ finite numbers are truncated toward zero; other JavaScript coercions (``true``,
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from types import MappingProxyType
 from typing import Final
 
 from kernel.errors import InvalidArgument, NonPortableValue
 
-__all__ = [
+__all__ = (
     "MAX_EPOCH_MS",
     "epoch_ms_to_iso",
     "format_epoch_ms",
     "iso_to_epoch_ms",
     "now_from_value",
     "parse_timestamp",
-]
+)
 
 MS_PER_DAY: Final = 86_400_000
 MAX_EPOCH_MS: Final = 8_640_000_000_000_000  # ECMAScript TimeClip bound
@@ -64,22 +66,21 @@ _ES5_TIME = re.compile(
 _RFC3339_SPACE = re.compile(
     r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?(?:([Zz])|([+-])(\d\d):(\d\d))"
 )
-_MONTHS: Final = {
-    name: i + 1
-    for i, name in enumerate(
-        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-    )
-}
+_MONTHS: Final = MappingProxyType(
+    {
+        name: i + 1
+        for i, name in enumerate(
+            ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+        )
+    }
+)
 _IMF_FIXDATE = re.compile(
     r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\d\d) "
     r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (\d{4}) (\d\d):(\d\d):(\d\d) GMT"
 )
 _ASCII_DIGIT = re.compile(r"[0-9]")
 _POW10: Final = (1, 10, 100, 1000, 10_000, 100_000, 1_000_000)
-
-# Memo of parse results (a pure function of its argument; bounded).
-_CACHE: dict[str, tuple[int, str]] = {}
-_CACHE_LIMIT: Final = 1 << 16
+_CACHE_SIZE: Final = 1 << 16
 
 
 def _days_from_civil(year: int, month: int, day: int) -> int:
@@ -260,30 +261,41 @@ def parse_timestamp(text: str, field: str = "timestamp") -> tuple[int, str]:
     Raises :class:`InvalidArgument` where V8 yields ``NaN`` (or ``toISOString``
     would throw) and :class:`NonPortableValue` for forms outside the exact subset.
     No length check: callers apply the field's bounds first.
+
+    An exact ``str`` is answered through :func:`_parsed` (``functools.lru_cache`` over
+    the field-free parse: a pure function of an immutable string, returning an immutable
+    tuple, so no answer depends on earlier calls); a refusal is raised by the parse
+    itself, naming ``field``.
     """
-    hit = _CACHE.get(text)
-    if hit is not None:
-        return hit
+    if type(text) is str:
+        try:
+            return _parsed(text)
+        except (InvalidArgument, NonPortableValue):
+            pass  # refusals are not cached: parse again below for the field's own error
+    return _parse(text, field)
+
+
+def _parse(text: str, field: str) -> tuple[int, str]:
+    """The parser itself (no cache)."""
     epoch = _parse_es5(text, field)
     if epoch is None:
         epoch = _parse_legacy(text, field)
-    result = (epoch, epoch_ms_to_iso(epoch))
-    if len(_CACHE) >= _CACHE_LIMIT:
-        _CACHE.clear()
-    _CACHE[text] = result
-    return result
+    return epoch, epoch_ms_to_iso(epoch)
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _parsed(text: str) -> tuple[int, str]:
+    return _parse(text, "timestamp")
 
 
 def format_epoch_ms(ms: int) -> str:
-    """:func:`epoch_ms_to_iso`, its result's parse remembered: parsing the string this
-    formatter produced gives ``(ms, that string)`` back (``tests/kernel/test_memory_fastpaths.py``
-    holds it over the whole TimeClip range), so a time the kernel just formatted is not
-    parsed again when a record normalizer checks it."""
-    iso = epoch_ms_to_iso(ms)
-    if len(_CACHE) >= _CACHE_LIMIT:
-        _CACHE.clear()
-    _CACHE[iso] = (ms, iso)
-    return iso
+    """:func:`epoch_ms_to_iso`; an exact ``int`` through ``functools.lru_cache`` (a pure
+    function of an int: the reducer formats the same clock reading several times per
+    deletion)."""
+    return _formatted(ms) if type(ms) is int else epoch_ms_to_iso(ms)
+
+
+_formatted: Final = functools.lru_cache(maxsize=4096)(epoch_ms_to_iso)
 
 
 def iso_to_epoch_ms(iso: str) -> int:

@@ -50,7 +50,7 @@ from typing import Final, Protocol
 
 from kernel.errors import InvalidArgument
 
-__all__ = [
+__all__ = (
     "DEFAULT_ESTIMATOR_NAME",
     "ESTIMATORS",
     "LEGACY_CLI_CJK_RANGES",
@@ -62,7 +62,7 @@ __all__ = [
     "utf8_byte_length",
     "utf8_bytes_estimate",
     "utf16_length",
-]
+)
 
 
 class TokenEstimator(Protocol):

@@ -33,7 +33,7 @@ from typing import Final, Protocol
 
 from kernel.errors import InvalidArgument, SinkDenied
 
-__all__ = [
+__all__ = (
     "SINK_SENSITIVITY_CEILING",
     "Labelled",
     "Sensitivity",
@@ -51,7 +51,7 @@ __all__ = [
     "sink_allowed",
     "source_trust",
     "tool_source_kind",
-]
+)
 
 _TRUST_ORDER: Final = ("untrusted", "external", "user", "verified", "host")
 _SENSITIVITY_ORDER: Final = ("public", "internal", "personal", "secret", "restricted")

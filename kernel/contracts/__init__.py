@@ -140,7 +140,7 @@ CONTRACTS: Final[tuple[type[WireContract], ...]] = (
     ReconciliationReport,
 )
 
-__all__ = [
+__all__ = (
     "CONTRACTS",
     "DIGEST_PATTERN",
     "IDENTIFIER_PATTERN",
@@ -216,4 +216,4 @@ __all__ = [
     "WireField",
     "wire_fields",
     "wire_name",
-]
+)

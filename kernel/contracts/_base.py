@@ -24,9 +24,11 @@ Field rules, read by ``to_wire`` and by the shell alike:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import operator
-from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Final, Literal
+from collections.abc import Callable, Hashable, Mapping
+from types import MappingProxyType
+from typing import Annotated, Any, Final, Literal, cast
 
 from kernel import SCHEMA_VERSION as SCHEMA_VERSION
 from kernel.errors import InvalidArgument
@@ -114,14 +116,14 @@ SENSITIVITY_ORDER: Final[tuple[Sensitivity, ...]] = (
 # --- wire names ------------------------------------------------------------------------------
 
 #: Field names whose wire name is not the mechanical lowerCamelCase form.
-WIRE_NAME_OVERRIDES: Final[Mapping[str, str]] = {
+WIRE_NAME_OVERRIDES: Final[Mapping[str, str]] = MappingProxyType({
     "trusted_system": "trusted-system",
     "working_state": "working-state",
     "tools_and_skills": "tools-and-skills",
     "tool_evidence": "tool-evidence",
     "memory_and_rules": "memory-and-rules",
     "recovery_reserve": "recovery-reserve",
-}
+})
 
 
 def wire_name(field_name: str) -> str:
@@ -143,19 +145,20 @@ class WireField:
     optional: bool
 
 
-_FIELDS: dict[type, tuple[WireField, ...]] = {}
 _SCALARS: Final = frozenset({str, int, bool, float})
 
 
 def wire_fields(cls: type) -> tuple[WireField, ...]:
-    """The wire layout of a contract class, in declaration order (cached)."""
-    cached = _FIELDS.get(cls)
-    if cached is None:
-        cached = tuple(
-            WireField(f.name, wire_name(f.name), f.default is None) for f in dataclasses.fields(cls)
-        )
-        _FIELDS[cls] = cached
-    return cached
+    """The wire layout of a contract class, in declaration order (cached: a class's
+    dataclass fields are fixed when it is defined, and the tuple is immutable)."""
+    return _cached_fields(cast(Hashable, cls))
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_fields(cls: Any) -> tuple[WireField, ...]:
+    return tuple(
+        WireField(f.name, wire_name(f.name), f.default is None) for f in dataclasses.fields(cls)
+    )
 
 
 def wire_value(value: Any) -> Any:
@@ -172,21 +175,19 @@ def wire_value(value: Any) -> Any:
 
 
 _Plan = tuple[Callable[[Any], tuple[Any, ...]], tuple[tuple[str, bool], ...]]
-_PLANS: dict[type, _Plan] = {}
 
 
-def _plan(cls: type) -> _Plan:
-    plan = _PLANS.get(cls)
-    if plan is None:
-        fields = wire_fields(cls)
-        names = [f.name for f in fields]
-        getter = operator.attrgetter(*names)
-        get_all: Callable[[Any], tuple[Any, ...]] = (
-            getter if len(names) > 1 else (lambda obj: (getter(obj),))
-        )
-        plan = (get_all, tuple((f.wire, f.optional) for f in fields))
-        _PLANS[cls] = plan
-    return plan
+@functools.lru_cache(maxsize=256)
+def _plan(cls: Any) -> _Plan:
+    """How ``to_wire`` reads a class: one getter for every field and the wire layout
+    (``functools.lru_cache`` over :func:`wire_fields`; both parts are immutable)."""
+    fields = wire_fields(cls)
+    names = [f.name for f in fields]
+    getter = operator.attrgetter(*names)
+    get_all: Callable[[Any], tuple[Any, ...]] = (
+        getter if len(names) > 1 else (lambda obj: (getter(obj),))
+    )
+    return get_all, tuple((f.wire, f.optional) for f in fields)
 
 
 class WireContract:
@@ -195,7 +196,7 @@ class WireContract:
     __slots__ = ()
 
     def to_wire(self) -> dict[str, Any]:
-        get_all, layout = _plan(type(self))
+        get_all, layout = _plan(cast(Hashable, type(self)))
         out: dict[str, Any] = {}
         for (wire, optional), value in zip(layout, get_all(self), strict=True):
             if value is None:

@@ -6,17 +6,21 @@
 * the reducer's directly-built tombstone / purged records equal normalising the slow
   construction (``kernel.memory.tombstone`` + ``normalize_memory_record``), key order
   included;
-* the verified-record memo answers only for the exact bytes of a record it verified:
-  any changed byte, type or value takes the full path;
+* a :class:`~kernel.normalize_memory.VerifiedRecord` is trusted by its type alone: only
+  the normaliser makes one, it cannot be changed through any view of it, and any other
+  value (equal bytes included) takes the full path;
 * event, receipt and deletion-receipt digests equal the general peer digest;
 * the in-memory MemoryPort's JSON copies give back what was stored.
 
-(docs/adr/0005-verified-record-memo.md)
+(docs/adr/0005-verified-record-memo.md, docs/adr/0011-purity-by-type.md)
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
+import pickle
 import re
 from typing import Any
 
@@ -45,9 +49,9 @@ from kernel.normalize import MEMORY_RECORD_DOMAIN
 from kernel.normalize_memory import (
     _FOLD_TO_ASCII,
     _SECRET_PATTERNS,
+    VerifiedRecord,
     _normalize,
     contains_secret_material,
-    forget_verified_records,
     memory_record_blob,
     normalize_memory_record,
     parse_stored_record,
@@ -56,8 +60,13 @@ from kernel.normalize_memory import (
     verified_memory_record,
     verified_stored_record,
 )
-from kernel.timestamps import _CACHE as _timestamp_cache
-from kernel.timestamps import MAX_EPOCH_MS, epoch_ms_to_iso, format_epoch_ms, parse_timestamp
+from kernel.timestamps import (
+    MAX_EPOCH_MS,
+    _parse,
+    epoch_ms_to_iso,
+    format_epoch_ms,
+    parse_timestamp,
+)
 
 AT = "2026-09-01T12:00:00.000Z"
 
@@ -205,15 +214,20 @@ def test_tombstone_and_purged_records_equal_the_slow_construction(
 ) -> None:
     current = _normalize(record(**variant), "peer")
     canonical_at = normalize_memory_record(record(updatedAt=at))["updatedAt"]
-    fast = tombstone_record(current, at=canonical_at, fence="fence-1")
+    fast = tombstone_record(verified_memory_record(current), at=canonical_at, fence="fence-1")
     slow = slow_tombstone(current, canonical_at, "fence-1")
-    assert fast == slow and list(fast) == list(slow)
+    assert fast.to_wire() == slow and list(fast) == list(slow)
     assert list(fast["provenance"]) == list(slow["provenance"])
-    assert fast["digest"] == general_digest(fast, MEMORY_RECORD_DOMAIN)
+    assert fast["digest"] == general_digest(fast.to_wire(), MEMORY_RECORD_DOMAIN)
+    assert fast.blob == memory_record_blob(slow)[0]  # the bytes a store keeps, too
     fast_purged = purged_record(fast, at=canonical_at)
     slow_purged_record = slow_purged(slow, canonical_at)
-    assert fast_purged == slow_purged_record and list(fast_purged) == list(slow_purged_record)
-    assert fast == slow  # purging did not touch the tombstone it was derived from
+    assert fast_purged.to_wire() == slow_purged_record
+    assert list(fast_purged) == list(slow_purged_record)
+    assert fast.to_wire() == slow  # purging did not touch the tombstone it was derived from
+    # what the derivations seal is what the normaliser produces from it
+    assert _normalize(fast.to_wire(), "peer") == fast.to_wire()
+    assert _normalize(fast_purged.to_wire(), "peer") == fast_purged.to_wire()
 
 
 def test_derived_records_keep_the_normalizer_checks() -> None:
@@ -225,6 +239,10 @@ def test_derived_records_keep_the_normalizer_checks() -> None:
         tombstone_record(_normalize(record(), "peer"), at=AT, fence="../x")
     with pytest.raises(InvalidArgument):
         tombstone_record(_normalize(record(), "peer"), at="yesterday", fence="fence-1")
+    with pytest.raises(InvalidArgument):  # only a tombstone has a purged version
+        purged_record(verified_memory_record(record()), at=AT)
+    with pytest.raises(InvalidArgument):  # a plain mapping is verified first
+        tombstone_record({**current, "scope": "galaxy"}, at=AT, fence="fence-1")
 
 
 def test_a_transition_continues_from_its_own_record_only() -> None:
@@ -238,82 +256,124 @@ def test_a_transition_continues_from_its_own_record_only() -> None:
         dict(first.record), purge, clock=lambda: 1_788_000_000_000, new_id=lambda: "2"
     )
     assert kept == again
+    assert type(first.record) is VerifiedRecord and type(kept.record) is VerifiedRecord
     tampered = {**first.record, "category": "other"}
     with pytest.raises(DigestMismatch):  # a plain mapping is verified again
         transition_memory(tampered, purge, clock=lambda: 1_788_000_000_000, new_id=lambda: "2")
+    with pytest.raises(DigestMismatch):  # and so is a hand-made Transition's
+        transition_memory(
+            Transition(tampered, first.event),  # type: ignore[arg-type]
+            purge,
+            clock=lambda: 1_788_000_000_000,
+            new_id=lambda: "2",
+        )
 
 
-# --------------------------------------------------------------------------- the memo
+# --------------------------------------------------------------------------- verified records
 
 
 class Text(str):
     pass
 
 
-def test_the_memo_answers_only_for_the_exact_bytes_it_verified() -> None:
-    forget_verified_records()
-    verified = normalize_memory_record(record())
-    again = normalize_memory_record(verified)
-    assert again == verified and again is not verified  # always a new object
-    assert verified_memory_record(verified) is verified  # a hit: the value itself
+def test_only_the_normaliser_makes_a_verified_record() -> None:
+    verified = verified_memory_record(record())
+    assert type(verified) is VerifiedRecord and verified_memory_record(verified) is verified
+    with pytest.raises(TypeError):
+        VerifiedRecord({**verified})  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        dataclasses.replace(verified, _record={**verified, "scope": "galaxy"})
+    with pytest.raises(TypeError):
+        type("Forged", (VerifiedRecord,), {})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        verified._record = {}  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        verified["scope"] = "galaxy"  # type: ignore[index]
+    assert copy.copy(verified) is verified and copy.deepcopy(verified) is verified
+    again = pickle.loads(pickle.dumps(verified))  # unpickling verifies again
+    assert type(again) is VerifiedRecord and again == verified
+    forged = pickle.dumps(verified).replace(b"project-1", b"project-2")
+    with pytest.raises(DigestMismatch):
+        pickle.loads(forged)
+
+
+def test_no_view_of_a_verified_record_changes_it() -> None:
+    verified = verified_memory_record(record())
+    wire = verified.to_wire()
+    verified["tags"].append("edited")
+    verified.get("provenance")["source"] = "edited"
+    verified["evidenceRefs"][0]["id"] = "edited"
+    for _, value in verified.items():
+        if isinstance(value, list):
+            value.clear()
+    verified.to_wire()["retentionPolicy"]["mode"] = "legal_hold"
+    {**verified}["allowedSinks"].append("edited")
+    assert verified.to_wire() == wire == normalize_memory_record(record())
+    assert verified.blob == memory_record_blob(record())[0]
+
+
+def test_equal_bytes_are_no_proof_only_the_type_is() -> None:
+    """A plain dict equal to a verified record takes the full path every time (a new
+    object, the full path's outcome); a VerifiedRecord is taken as it is."""
+    verified = verified_memory_record(record())
+    wire = verified.to_wire()
+    again = normalize_memory_record(wire)
+    assert again == wire and again is not wire  # always a new object
+    assert normalize_memory_record(verified) == wire  # its copy
+    blob, fields = memory_record_blob(verified)
+    assert fields is verified and blob == verified.blob
+    blob, fields = memory_record_blob(wire)
+    assert fields is not wire and fields == wire and blob == verified.blob
     # every variation takes the full path, with the full path's outcome
     with pytest.raises(DigestMismatch):
-        normalize_memory_record({**verified, "content": "Use npm for the monorepo"})
+        normalize_memory_record({**wire, "content": "Use npm for the monorepo"})
     with pytest.raises(InvalidArgument):
-        normalize_memory_record({**verified, "confidence": math.nan})
+        normalize_memory_record({**wire, "confidence": math.nan})
     with pytest.raises(InvalidArgument):
-        normalize_memory_record({**verified, "content": "api_key = abcdefghijklmnop"})
-    floats = normalize_memory_record({**verified, "revision": 1.0, "accessCount": 2.0})
+        normalize_memory_record({**wire, "content": "api_key = abcdefghijklmnop"})
+    floats = normalize_memory_record({**wire, "revision": 1.0, "accessCount": 2.0})
     assert type(floats["revision"]) is int and type(floats["accessCount"]) is int
-    subclass = normalize_memory_record({**verified, "category": Text("decision")})
-    assert type(subclass["category"]) is str and subclass == verified
-    tupled = normalize_memory_record({**verified, "tags": ("build", "pnpm")})
-    assert tupled == verified and isinstance(tupled["tags"], list)
-    reordered = normalize_memory_record(dict(reversed(list(verified.items()))))
-    assert reordered == verified and list(reordered) == list(verified)
-    forget_verified_records()
-    assert verified_memory_record(dict(verified)) is not verified  # a miss: normalised anew
+    subclass = normalize_memory_record({**wire, "category": Text("decision")})
+    assert type(subclass["category"]) is str and subclass == wire
+    tupled = normalize_memory_record({**wire, "tags": ("build", "pnpm")})
+    assert tupled == wire and isinstance(tupled["tags"], list)
+    reordered = normalize_memory_record(dict(reversed(list(wire.items()))))
+    assert reordered == wire and list(reordered) == list(wire)
 
 
-def test_a_derived_record_is_trusted_only_as_the_latest_output_byte_for_byte() -> None:
-    forget_verified_records()
-    current = normalize_memory_record(record())
+def test_a_derived_record_is_committed_as_it_is_and_nothing_else_is_trusted() -> None:
+    current = verified_memory_record(record())
     tombstone = tombstone_record(current, at=AT, fence="fence-1")
-    blob, fields = memory_record_blob(tombstone)  # the store's commit of it, next: a hit
-    assert fields is tombstone and parse_stored_record(blob) == tombstone
+    blob, fields = memory_record_blob(tombstone)  # the store's commit of it: no check
+    assert fields is tombstone and parse_stored_record(blob) == tombstone.to_wire()
     with pytest.raises(DigestMismatch):  # any change is verified in full
         memory_record_blob({**tombstone, "category": "other"})
     with pytest.raises(InvalidArgument):
         memory_record_blob({**tombstone, "content": "the body came back"})
-    purged = purged_record(dict(tombstone), at=AT)
+    purged = purged_record(tombstone, at=AT)
     assert memory_record_blob(purged)[1] is purged
-    # the tombstone is no longer the latest output and was never hashed into the memo:
-    # its bytes are verified in full again (same outcome, a new mapping)
-    again_blob, again = memory_record_blob(tombstone)
+    # the tombstone's bytes as a plain dict: verified in full (same outcome, a new mapping)
+    again_blob, again = memory_record_blob(tombstone.to_wire())
     assert again is not tombstone and again == tombstone and again_blob == blob
 
 
-def test_a_stored_record_read_for_replacement_is_verified_but_not_remembered() -> None:
-    forget_verified_records()
-    seeded = _normalize(record(), "peer")
-    blob = memory_record_blob(seeded)[0]
-    forget_verified_records()  # as a store loaded from disk
+def test_a_stored_record_is_verified_in_full_from_its_bytes() -> None:
+    blob = memory_record_blob(record())[0]
     raw = parse_stored_record(blob)
     assert raw is not None
-    first = verified_stored_record(blob, raw, remember=False)
-    assert first is not raw and first == raw  # verified in full
-    second = verified_stored_record(blob, raw)  # still not in the memo: in full again
-    assert second is not raw and second == raw
-    assert verified_stored_record(blob, raw) is raw  # remembered by the call before
+    first = verified_stored_record(blob, raw)
+    assert type(first) is VerifiedRecord and first == raw and first.blob == blob
     tampered = blob.replace(b'"internal"', b'"secret"')
     tampered_raw = parse_stored_record(tampered)
     assert tampered_raw is not None
     with pytest.raises(DigestMismatch):
-        verified_stored_record(tampered, tampered_raw, remember=False)
+        verified_stored_record(tampered, tampered_raw)
+    odd = parse_stored_record(blob.replace(b'"revision":1', b'"revision":1.0'))
+    assert odd is not None  # a valid, non-normal form: verified, its own bytes re-encoded
+    assert verified_stored_record(blob, odd).blob == blob
 
 
 def test_a_supplied_digest_is_checked_for_form_before_it_is_compared() -> None:
-    forget_verified_records()
     verified = normalize_memory_record(record())
     with pytest.raises(InvalidArgument) as caught:  # malformed: the form error, first
         _normalize({**verified, "digest": "sha256:XYZ"}, "peer")
@@ -446,10 +506,10 @@ def test_the_deletion_workload_converges() -> None:
 @settings(max_examples=2000, deadline=None)
 @given(st.integers(min_value=-MAX_EPOCH_MS, max_value=MAX_EPOCH_MS))
 def test_a_formatted_time_parses_back_to_itself(ms: int) -> None:
-    """``format_epoch_ms`` remembers ``(ms, iso)`` as the parse of ``iso``: it must be."""
+    """Parsing what the reducer formats gives ``(ms, iso)`` back — the parser's own answer
+    (``_parse``: no cache) and the cached one alike."""
     iso = format_epoch_ms(ms)
-    _timestamp_cache.pop(iso, None)  # the parser's own answer, not the remembered one
-    assert parse_timestamp(iso) == (ms, iso)
+    assert _parse(iso, "t") == (ms, iso) == parse_timestamp(iso)
     assert format_epoch_ms(ms) == epoch_ms_to_iso(ms) == iso
 
 
@@ -457,8 +517,7 @@ def test_time_edges_parse_back_to_themselves() -> None:
     for ms in (-MAX_EPOCH_MS, -62_167_219_200_001, -62_167_219_200_000, -1, 0, 1,
                253_402_300_799_999, 253_402_300_800_000, MAX_EPOCH_MS):
         iso = epoch_ms_to_iso(ms)
-        _timestamp_cache.pop(iso, None)
-        assert parse_timestamp(iso) == (ms, iso)
+        assert _parse(iso, "t") == (ms, iso) == parse_timestamp(iso)
 
 
 def test_the_clock_conversion_refuses_what_it_refused_before() -> None:
