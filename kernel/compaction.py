@@ -338,10 +338,6 @@ class CompactionMachine:
         return [entry.to_wire() for entry in self.lifecycle]
 
 
-def allowed_events(state: State) -> frozenset[type[Any]]:
-    return frozenset(TRANSITIONS[state])
-
-
 def _entry(
     state: str, at: str | None, details: Mapping[str, Any] | None = None
 ) -> tuple[LifecycleEntry, ...]:

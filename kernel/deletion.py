@@ -64,7 +64,7 @@ from kernel.memory_checks import (
     known_fields,
     object_value,
 )
-from kernel.memory_ports import MemoryCommit, PurgePort
+from kernel.memory_ports import MemoryCommit
 from kernel.normalize import kernel_value_digest, keys_sort_canonically
 from kernel.normalize_memory import (
     _verified_fields,
@@ -112,7 +112,6 @@ _BINDING: Final = ("memoryId", "fence", "authority", "subject", "selector")
 _SCOPED: Final = frozenset(SCOPES) - {"global"}
 
 #: Called with ``(target name, request)`` before each purge target runs (observability).
-PurgeObserver = Callable[[str, Mapping[str, Any]], None]
 
 
 def _advance(operation: dict[str, Any], state: str) -> None:
@@ -467,22 +466,3 @@ def reconcile_deletion(ctx: DeletionContext, request_id: str) -> dict[str, Any]:
     if current["state"] != "deleted" or current.get("deletionFence") != operation["fence"]:
         return _report(request_id, "reconciliation_required", "tombstone_fence_mismatch")
     return _purge_and_seal(ctx, operation, current)
-
-
-def with_purge_observer(ctx: DeletionContext, observer: PurgeObserver) -> DeletionContext:
-    """A context whose purge ports report each call to ``observer`` first (tests, metrics)."""
-
-    class _Observed:
-        def __init__(self, port: PurgePort, index: int) -> None:
-            self._port = port
-            self.name = str(getattr(port, "name", "") or f"projection-{index}")
-
-        def purge(self, request: Mapping[str, Any]) -> Any:
-            observer(self.name, request)
-            return self._port.purge(request)
-
-    return dataclasses.replace(
-        ctx,
-        purge_ports=tuple(_Observed(p, i) for i, p in enumerate(ctx.purge_ports)),
-        purge_names=None,
-    )

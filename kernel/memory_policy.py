@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from kernel.errors import InvalidArgument, RevisionConflict, ScopeDenied, SinkDenied
+from kernel.errors import InvalidArgument, RevisionConflict, ScopeDenied
 from kernel.memory import (
     RECALLABLE_STATES,
     MemoryMutation,
@@ -201,26 +201,6 @@ def inherited_policy(
         allowed = sinks if allowed is None else allowed & sinks
     sinks_out = ["*"] if allowed is None else sorted(allowed)
     return SENSITIVITY_ORDER[rank], sinks_out
-
-
-def check_inherited_policy(
-    candidate: Mapping[str, Any], sources: Sequence[Mapping[str, Any]]
-) -> None:
-    """A derived candidate may not lower sensitivity (``scope_denied``) or allow a sink
-    some source does not (``sink_denied``)."""
-    sensitivity, sinks = inherited_policy(sources)
-    if SENSITIVITY_ORDER.index(str(candidate["sensitivity"])) < SENSITIVITY_ORDER.index(
-        sensitivity
-    ):
-        raise ScopeDenied(
-            "derived memory cannot lower sensitivity",
-            details={"memoryId": candidate.get("memoryId"), "minimum": sensitivity},
-        )
-    if "*" not in sinks and not set(candidate["allowedSinks"]) <= set(sinks):
-        raise SinkDenied(
-            "derived memory cannot allow more sinks than its sources",
-            details={"memoryId": candidate.get("memoryId"), "allowed": sinks},
-        )
 
 
 # --------------------------------------------------------------------------- scope promotion

@@ -30,7 +30,7 @@ Summarizer
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol, TypeAlias, runtime_checkable
 
 #: Epoch milliseconds; the only clock the kernel knows.
@@ -204,31 +204,3 @@ class Summarizer(Protocol):
     def __call__(
         self, dropped_items: Sequence[Mapping[str, Any]], context: Mapping[str, Any]
     ) -> Mapping[str, Any]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryContext:
-    """The binding a summarizer receives (wire form via ``to_wire``)."""
-
-    operation_id: str
-    session_id: str
-    input_head: str
-    input_digest: str
-    context_plan_digest: str
-    memory_revision: int
-    policy_version: Any
-    model_profile: Any
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "operationId": self.operation_id,
-            "sessionId": self.session_id,
-            "inputHead": self.input_head,
-            "inputDigest": self.input_digest,
-            "contextPlanDigest": self.context_plan_digest,
-            "memoryRevision": self.memory_revision,
-            "policyVersion": self.policy_version,
-            "modelProfile": self.model_profile,
-            **dict(self.extra),
-        }

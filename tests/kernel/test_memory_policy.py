@@ -410,3 +410,57 @@ def test_shadow_and_authority_gates() -> None:
 
 def test_scope_denied_is_typed() -> None:
     assert issubclass(ScopeDenied, KernelError)
+
+
+# --------------------------------------------------------------------------- every derivation path
+
+_SINK_SETS = st.lists(st.sampled_from(["*", "cli", "desktop", "provider.local"]), min_size=1,
+                      unique=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(SENSITIVITY_ORDER), _SINK_SETS), min_size=1,
+                max_size=4),
+       st.booleans())
+def test_no_derivation_lowers_sensitivity_or_widens_sinks(
+        policies: list[tuple[str, list[str]]], llm: bool) -> None:
+    """Every path that derives a memory from others — rule consolidation, LLM
+    consolidation, scope promotion — inherits the data policy of what it cites: never a
+    lower sensitivity, never a sink some source does not allow (design 108 §9.1)."""
+    items = [item(f"p{i}", f"I prefer tool number {i} for builds.", sensitivity=s,
+                  allowedSinks=sinks) for i, (s, sinks) in enumerate(policies)]
+    by_id = {it["itemId"]: it for it in items}
+
+    def summarizer(evidence: Any, context: Any) -> Any:
+        return [{"content": "Builds use the preferred tools.",
+                 "evidenceItemIds": sorted(by_id)}]
+
+    result = consolidate_session({"sessionId": "session-1", "items": items},
+                                 summarizer=summarizer if llm else None)
+    assert result.strategy == ("llm" if llm else "rules") and not result.degraded
+    common: set[str] | None = None  # the sinks every source allows (None: all of them)
+    for _, sinks in policies:
+        if "*" not in sinks:
+            common = set(sinks) if common is None else common & set(sinks)
+    if llm and common == set():  # the draft cites every source and no sink is left: the
+        # derived memory cannot exist, it is refused (rules derive one memory per source)
+        assert not result.candidates
+        assert result.rejected and {r["reason"] for r in result.rejected} == {
+            "invalid_argument"}
+    else:
+        assert result.candidates
+    for cand in result.candidates:
+        cited = [by_id[ref["id"]] for ref in cand["evidenceRefs"]]
+        assert cited
+        rank = SENSITIVITY_ORDER.index(cand["sensitivity"])
+        assert all(rank >= SENSITIVITY_ORDER.index(c["sensitivity"]) for c in cited)
+        for c in cited:
+            allowed = set(c["allowedSinks"])
+            assert "*" in allowed or ("*" not in cand["allowedSinks"]
+                                      and set(cand["allowedSinks"]) <= allowed)
+    for s, sinks in policies:  # promotion keeps the source's policy whole
+        source = live("mem-p", "explicit-user-memory", scope="session", scopeId="session-1",
+                      sensitivity=s, allowedSinks=sinks)
+        promoted = promote(source, targetScope="project", targetScopeId="project-1").record
+        assert (promoted["sensitivity"], promoted["allowedSinks"]) == (
+            source["sensitivity"], source["allowedSinks"])
