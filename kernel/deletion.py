@@ -69,8 +69,6 @@ from kernel.normalize import kernel_value_digest, keys_sort_canonically
 from kernel.normalize_memory import (
     _verified_fields,
     fast_identifier,
-    parse_stored_record,
-    verified_stored_record,
 )
 
 __all__ = (
@@ -317,14 +315,8 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
         if existing.get("receipt"):
             return dict(existing["receipt"])  # the port's own copy
         return reconcile_deletion(ctx, request_id)
-    # a port that exposes its stored bytes (``read_blob``: the bytes ``read`` parses) hands
-    # them over: the kernel parses them and verifies the record by their own hash, below
-    read_blob = getattr(ctx.memory, "read_blob", None)
-    blob = read_blob(memory_id) if read_blob is not None else None
-    current = parse_stored_record(blob) if type(blob) is bytes else None
-    if current is None:
-        blob = None
-        current = ctx.memory.read(memory_id)
+    # one path for every adapter: the MemoryPort protocol's read (no undeclared capability)
+    current = ctx.memory.read(memory_id)
     if current is None:
         raise InvalidArgument("memory record does not exist", details={"memoryId": memory_id})
     if current["scope"] != binding["scope"] or current.get("scopeId") != binding.get("scopeId"):
@@ -347,9 +339,7 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
         "startedAt": clock_iso(ctx.clock),
     }
     command = _command(operation, "delete", binding["expectedRevision"])
-    # verified here, in full (from the stored bytes when the port exposes them)
-    verified = verified_stored_record(blob, current) if blob is not None else current
-    deletion = transition_memory(verified, command, clock=ctx.clock, new_id=ctx.new_id)
+    deletion = transition_memory(current, command, clock=ctx.clock, new_id=ctx.new_id)
     # the operation is stored with the tombstone, in the same transaction (the port keeps
     # its own copy); a lost commit discards it
     _advance(operation, "tombstoned")

@@ -195,12 +195,6 @@ class InMemoryMemoryPort:
         stored = self._records.get(memory_id)
         return _load(stored) if stored is not None else None
 
-    def read_blob(self, memory_id: str) -> bytes | None:
-        """The record's stored compact JSON — the bytes :meth:`read` parses (immutable,
-        so nothing is copied); the kernel parses and verifies them itself."""
-        stored = self._records.get(memory_id)
-        return stored[_BLOB] if stored is not None else None
-
     def commit(self, commit: MemoryCommit, expected_revision: int) -> CommitResult:
         blob, record = memory_record_blob(commit.record)
         memory_id = str(record["memoryId"])
