@@ -80,7 +80,6 @@ __all__ = (
     "reconcile_deletion",
 )
 
-_new_tuple: Final = tuple.__new__  # a NamedTuple built without its Python-level __new__
 RECEIPT_SCHEMA: Final = "chainlesschain.memory-deletion-receipt/v1"
 RECEIPT_DOMAIN: Final = "chainlesschain.memory-deletion-receipt/v1"
 
@@ -288,7 +287,7 @@ def _purge_and_seal(
         ctx, operation, "purged", _verified_fields(purged), stores, completed_at, plain
     )
     committed = ctx.memory.commit(
-        _new_tuple(MemoryCommit, (purged, event, _sealed(operation, receipt))),
+        MemoryCommit(purged, event, _sealed(operation, receipt)),
         tombstone["revision"],
     )
     if not committed.ok:
@@ -345,7 +344,7 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
     _advance(operation, "tombstoned")
     operation["tombstoneRevision"] = _verified_fields(deletion.record)["revision"]
     committed = ctx.memory.commit(
-        _new_tuple(MemoryCommit, (deletion.record, deletion.event, operation)),
+        MemoryCommit(deletion.record, deletion.event, operation),
         current["revision"],
     )
     if not committed.ok:

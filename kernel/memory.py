@@ -446,7 +446,6 @@ def apply_verified_command(
     return new, event, receipt
 
 
-_new_tuple: Final = tuple.__new__
 
 
 class Transition(NamedTuple):
@@ -474,7 +473,7 @@ def transition_memory(
     verifies it: a plain mapping is never trusted, whoever built it."""
     current = verified_memory_record(record.record if isinstance(record, Transition) else record)
     new, event, _, _ = _transition(current, command, clock, new_id, None)
-    return _new_tuple(Transition, (new, event))  # the NamedTuple, without its Python __new__
+    return Transition(new, event)
 
 
 def _transition(

@@ -93,8 +93,8 @@ class MemoryCommit(NamedTuple):
     """One atomic write: the record's new version, its event, and optionally the
     deletion operation (reconciliation) that must be durable with it.
 
-    A ``NamedTuple`` (immutable, as a frozen dataclass, but built by ``tuple.__new__``:
-    two are made per deletion — ADR 0006)."""
+    A ``NamedTuple`` (immutable, as a frozen dataclass; two are made per deletion), built
+    by its own constructor like any other value."""
 
     record: Mapping[str, Any]
     event: Mapping[str, Any]
