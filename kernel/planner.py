@@ -383,7 +383,7 @@ def _validate_tool_group(tool_call_id: str, members: Sequence[int], batch: ItemB
 
 
 # A group: (sort key, member indices in item order, protected, tokens by partition, cost).
-_Group = tuple[Any, list[int], bool, dict[str, int], int]
+_Group = tuple[Any, list[int], bool, tuple[tuple[str, int], ...], int]
 
 
 def plan_context(
@@ -429,71 +429,63 @@ def plan_context(
             },
         )
 
-    if not tool_groups:  # every group is a single item, taken in item order
-        partition_of = KIND_PARTITION
-        for i in order:
-            if reasons[i] is not None:
-                continue
-            cost = tokens[i]
-            if used_tokens + cost > selectable:
-                if protected[i]:
-                    raise over_budget([i], cost)
-                reasons[i] = INPUT_BUDGET
-                continue
-            part = partition_of[kinds[i]]
-            if protected[i] or used[part] + cost <= ceilings[part]:
-                used_tokens += cost
-                used[part] += cost
-                selected.append(i)
-            else:
-                reasons[i] = PARTITION_CEILING
-    else:
-        # Each tool group sorts by (protected, max priority, its first member's key); a
-        # single item's group key orders exactly as its item key.
-        groups: list[_Group] = []
-        grouped: set[int] = set()
-        for call_id, members in tool_groups.items():
-            members.sort(key=rank)
-            _validate_tool_group(call_id, members, batch)
-            protect = any(protected[i] for i in members)
-            by_partition: dict[str, int] = {}
-            for i in members:
-                part = KIND_PARTITION[kinds[i]]
-                by_partition[part] = by_partition.get(part, 0) + tokens[i]
-            head = (0 if protect else 1, _PRIORITY_SPAN - max(batch.priorities[i] for i in members))
-            cost = sum(by_partition.values())
-            groups.append(((head, rank(members[0])), members, protect, by_partition, cost))
-            grouped.update(members)
-        for i in order:
-            if reasons[i] is None and i not in grouped:
-                head = (0 if protected[i] else 1, _PRIORITY_SPAN - batch.priorities[i])
-                groups.append(
-                    (
-                        (head, rank(i)),
-                        [i],
-                        protected[i],
-                        {KIND_PARTITION[kinds[i]]: tokens[i]},
-                        tokens[i],
-                    )
-                )
-        groups.sort(key=_first)
-        for _, members, protect, by_partition, cost in groups:
-            if used_tokens + cost > selectable:
-                if protect:
-                    raise over_budget(members, cost)
-                reason = INPUT_BUDGET
-            elif not protect and not all(
-                used[part] + amount <= ceilings[part] for part, amount in by_partition.items()
-            ):
-                reason = PARTITION_CEILING
-            else:
-                used_tokens += cost
-                for part, amount in by_partition.items():
-                    used[part] += amount
-                selected.extend(members)
-                continue
-            for i in members:
-                reasons[i] = reason
+    # One selection loop over units in selection order: each tool group sorts by
+    # (protected, max priority, its first member's key), and a single item's group key
+    # orders exactly as its item key — so the singles, already in item order, are merged
+    # with the (few) sorted groups, and no per-item key is built when there is no group.
+    groups: list[_Group] = []
+    grouped: set[int] = set()
+    for call_id, members in tool_groups.items():
+        members.sort(key=rank)
+        _validate_tool_group(call_id, members, batch)
+        protect = any(protected[i] for i in members)
+        by_partition: dict[str, int] = {}
+        for i in members:
+            part = KIND_PARTITION[kinds[i]]
+            by_partition[part] = by_partition.get(part, 0) + tokens[i]
+        head = (0 if protect else 1, _PRIORITY_SPAN - max(batch.priorities[i] for i in members))
+        cost = sum(by_partition.values())
+        groups.append(((head, rank(members[0])), members, protect,
+                       tuple(by_partition.items()), cost))
+        grouped.update(members)
+    groups.sort(key=_first)
+    partition_of = KIND_PARTITION
+    pending = iter(groups)
+    next_group = next(pending, None)
+
+    def single_key(i: int) -> Any:
+        return ((0 if protected[i] else 1, _PRIORITY_SPAN - batch.priorities[i]), rank(i))
+
+    def consider(members: Sequence[int], protect: bool,
+                 parts: Sequence[tuple[str, int]], cost: int) -> None:
+        nonlocal used_tokens
+        if used_tokens + cost > selectable:
+            if protect:
+                raise over_budget(list(members), cost)
+            reason = INPUT_BUDGET
+        elif not protect and not all(used[part] + amount <= ceilings[part]
+                                     for part, amount in parts):
+            reason = PARTITION_CEILING
+        else:
+            used_tokens += cost
+            for part, amount in parts:
+                used[part] += amount
+            selected.extend(members)
+            return
+        for i in members:
+            reasons[i] = reason
+
+    for i in order:
+        if reasons[i] is not None or i in grouped:
+            continue
+        while next_group is not None and next_group[0] < single_key(i):
+            consider(*next_group[1:])
+            next_group = next(pending, None)
+        consider((i,), protected[i], ((partition_of[kinds[i]], tokens[i]),), tokens[i])
+    while next_group is not None:
+        consider(*next_group[1:])
+        next_group = next(pending, None)
+    if groups:
         selected.sort(key=rank)
 
     digests = batch.digests
