@@ -38,10 +38,22 @@ class StoreReadOnly(InvalidArgument):
     default_code = "store_read_only"
 
 
-def open_wal(path: Path, timeout: float, schema: str, what: str) -> sqlite3.Connection:
-    """Autocommit connection in WAL mode with full sync, the schema applied."""
+def open_wal(path: Path, timeout: float, schema: str, what: str,
+             tables: frozenset[str] | None = None) -> sqlite3.Connection:
+    """Autocommit connection in WAL mode with full sync, the schema applied.
+
+    With ``tables`` (the store's own), an existing database that holds tables but none of
+    them is another program's file: refused before anything is changed in it (no journal
+    mode switch, no schema), so a store pointed at the wrong file never alters it."""
     try:
         conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
+        if tables is not None:
+            found = {str(r[0]) for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if found and not found & tables:
+                conn.close()
+                raise StoreFailure(f"not a SQLite {what}: the database holds other tables",
+                                   details={"reason": "foreign_database"})
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")

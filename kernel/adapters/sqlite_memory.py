@@ -120,7 +120,7 @@ class SqliteMemoryPort:
             )
             self._has_conflicts = "conflicts" in tables
         else:
-            self._conn = open_wal(self.path, timeout, SCHEMA, "memory store")
+            self._conn = open_wal(self.path, timeout, SCHEMA, "memory store", _TABLES)
             self._has_conflicts = True
 
     @property

@@ -329,3 +329,28 @@ def test_a_fifo_in_a_content_store_is_refused_at_once(tmp_path: Path, kind: str)
     os.mkfifo(path)
     with pytest.raises(StoreFailure):
         _within(5.0, lambda: port.get(ref, AccessContext("session", "s1", "cli")), path)
+
+
+def test_a_writer_never_alters_a_foreign_database(tmp_path: Path) -> None:
+    """A write method pointed at another program's SQLite file refuses it before changing
+    anything in it: no schema, no journal mode switch, no side file."""
+    import sqlite3
+
+    from kernel.adapters.sqlite_memory import SqliteMemoryPort
+    from kernel.errors import StoreFailure
+
+    foreign = tmp_path / "app.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE t (x INTEGER)")
+    conn.execute("INSERT INTO t VALUES (1)")
+    conn.commit()
+    conn.close()
+    before = foreign.read_bytes()
+    with pytest.raises(StoreFailure) as exc:
+        SqliteMemoryPort(foreign)
+    assert exc.value.details == {"reason": "foreign_database"}
+    assert foreign.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+    fresh = tmp_path / "memory.sqlite3"  # a new or empty file still becomes a store
+    SqliteMemoryPort(fresh).close()
+    SqliteMemoryPort(fresh).close()  # and reopens as one
