@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,19 +133,6 @@ def default_recordings(base: Path | None = None) -> str | None:
     return str(p) if p.is_dir() else None
 
 
-def _check_writable_dir(path: str, what: str) -> None:
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise InputError(p, "", f"{what}: a folder", "a file")
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-        probe = Path(tempfile.mkstemp(dir=p, prefix=".shadow-probe-")[1])
-        probe.unlink()
-    except OSError as exc:
-        raise InputError(p, "", f"{what}: a writable folder",
-                         f"not writable ({type(exc).__name__})") from None
-
-
 def _check_options(opts: RunOptions) -> None:
     """Every argument, before any replay: a bad one is exit 2 naming it."""
     if opts.phase not in PHASES:
@@ -171,7 +157,7 @@ def _check_options(opts: RunOptions) -> None:
                 raise UsageError(f"--record-candidate {opts.record_candidate}: the same "
                                  f"folder as {name}, or inside or around it")
         outdir.check_target(rec, cand_mod.CANDIDATE_FILE, "--record-candidate")
-        _check_writable_dir(str(rec.parent), "--record-candidate")
+        outdir.ensure_dir(rec.parent, "--record-candidate")
 
 
 def _selected_cases(corpus: Any, surfaces: Sequence[str]) -> int:

@@ -19,7 +19,6 @@ import contextlib
 import os
 import sqlite3
 import stat
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,9 @@ from kernel.memory_ports import MemoryCommit
 from kernel.ports import AccessContext, ContentRef
 from kernel.recall import recall_memory
 from shadow.kernel_rpc import call
+from tests.blocking import within
 from tests.kernel.test_memory_lifecycle import make
+from tests.shadow.test_memory_methods import PROPOSAL
 
 REQUEST: dict[str, Any] = {
     "query": "pnpm",
@@ -42,21 +43,6 @@ REQUEST: dict[str, Any] = {
     "limit": 5,
     "now": "2026-09-01T00:00:00Z",
     "scopeAdmissions": [{"scope": "user", "scopeId": "user-1"}],
-}
-PROPOSAL: dict[str, Any] = {
-    "memoryId": "mem-1",
-    "scope": "user",
-    "scopeId": "user-1",
-    "category": "preference",
-    "content": "Prefers pnpm",
-    "provenance": {"source": "explicit-user-memory", "observedAt": "2026-08-28T00:00:00Z"},
-    "evidenceRefs": [{"store": "session-log", "id": "ev-1"}],
-    "confidence": 0.8,
-    "importance": 0.5,
-    "sensitivity": "internal",
-    "allowedSinks": ["cli"],
-    "retentionPolicy": {"mode": "durable"},
-    "activate": True,
 }
 
 
@@ -264,30 +250,8 @@ def test_a_fifo_as_a_jsonl_transcript_is_refused_at_once(tmp_path: Path) -> None
     port = JsonlSessionPort(tmp_path)
     for read in (lambda: port.read_snapshot("s-1"), lambda: port.read_operation("op-1")):
         with pytest.raises(StoreFailure):
-            _within(5.0, read, fifo)
+            within(5.0, read, fifo)
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
-
-
-def _within(seconds: float, fn: Callable[[], Any], fifo: Path) -> Any:
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = fn()
-        except BaseException as exc:  # re-raised on the test's thread
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        with contextlib.suppress(OSError):  # a writer end releases a blocked reader
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        worker.join(seconds)
-        pytest.fail(f"the call blocked for more than {seconds} s")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 # --- the content store ----------------------------------------------------------------------
@@ -328,7 +292,7 @@ def test_a_fifo_in_a_content_store_is_refused_at_once(tmp_path: Path, kind: str)
     path.unlink()
     os.mkfifo(path)
     with pytest.raises(StoreFailure):
-        _within(5.0, lambda: port.get(ref, AccessContext("session", "s1", "cli")), path)
+        within(5.0, lambda: port.get(ref, AccessContext("session", "s1", "cli")), path)
 
 
 def test_a_writer_never_alters_a_foreign_database(tmp_path: Path) -> None:

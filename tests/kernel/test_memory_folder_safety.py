@@ -21,12 +21,10 @@ Each test runs over the directory-fd walk (Linux, macOS) and over the by-path wa
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import stat
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,7 @@ import kernel.adapters.memory_folder as store
 import kernel.adapters.memory_folder_paths as paths
 from kernel.adapters.memory_folder import MemoryFolder, MemoryNotFound
 from kernel.adapters.memory_folder_paths import MemoryPathRejected
+from tests.blocking import within
 
 NOTES = "extensions/ad_hoc/notes"
 SECRET = b"outside the memory folder: must never be truncated or overwritten\n"
@@ -94,31 +93,6 @@ def _mkfifo(path: Path) -> None:
         os.mkfifo(path)
     except OSError as exc:
         pytest.skip(f"this filesystem refuses a FIFO: {exc}")
-
-
-def _within(seconds: float, fn: Callable[[], Any], *fifos: Path) -> Any:
-    """``fn()``'s result (or its exception, re-raised) if it returns within ``seconds``;
-    otherwise the test fails — after unblocking a reader stuck on one of ``fifos``."""
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = fn()
-        except BaseException as exc:  # re-raised on the test's thread
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        for fifo in fifos:  # a writer end releases a reader blocked in open()
-            with contextlib.suppress(OSError):  # nobody reads this one
-                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        worker.join(seconds)
-        pytest.fail(f"the call blocked for more than {seconds} s")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 def _tree(root: Path) -> dict[str, bytes | str]:
@@ -271,7 +245,7 @@ def test_memory_read_of_a_fifo_is_refused_at_once(root: Path, name: str) -> None
     _mkfifo(fifo)
     folder = MemoryFolder(root, clock=_clock)
     with pytest.raises(MemoryPathRejected) as caught:
-        _within(TIMEOUT, lambda: folder.memory_read(name), fifo)
+        within(TIMEOUT, lambda: folder.memory_read(name), fifo)
     assert caught.value.details["reason"] == "not_regular"
     assert name not in [e["path"] for e in folder.memory_list()["entries"]]
 
@@ -286,9 +260,9 @@ def test_fifos_at_the_fixed_names_never_block(root: Path) -> None:
     fifos = (root / "MEMORY.md", root / "memory_summary.md", root / "index" / "lexical-v1.json")
     for call in (folder.summary_for_prompt, folder.consolidate):
         with pytest.raises(MemoryPathRejected) as caught:
-            _within(TIMEOUT, call, *fifos)
+            within(TIMEOUT, call, *fifos)
         assert caught.value.details["reason"] == "not_regular"
-    found = _within(TIMEOUT, lambda: folder.memory_search("rate_limit"), *fifos)
+    found = within(TIMEOUT, lambda: folder.memory_search("rate_limit"), *fifos)
     assert [r["path"] for r in found["results"]] == ["rollout_summaries/r.md"]
     assert found["degraded"]["details"]["reasonCode"] == "index_corrupt"
     assert stat.S_ISREG((root / "index" / "lexical-v1.json").lstat().st_mode)  # rebuilt over
@@ -303,7 +277,7 @@ def test_a_socket_is_refused(root: Path, tmp_path: Path) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
         server.bind(os.fspath(path))
         with pytest.raises(MemoryPathRejected) as caught:
-            _within(TIMEOUT, lambda: MemoryFolder(root).memory_read("rollout_summaries/s.md"))
+            within(TIMEOUT, lambda: MemoryFolder(root).memory_read("rollout_summaries/s.md"))
     assert caught.value.details["reason"] == "not_regular"
 
 
@@ -314,7 +288,7 @@ def test_a_device_is_refused(root: Path) -> None:
     except (AttributeError, OSError) as exc:
         pytest.skip(f"cannot create a device node here: {exc}")
     with pytest.raises(MemoryPathRejected) as caught:
-        _within(TIMEOUT, lambda: MemoryFolder(root).memory_read("rollout_summaries/dev.md"))
+        within(TIMEOUT, lambda: MemoryFolder(root).memory_read("rollout_summaries/dev.md"))
     assert caught.value.details["reason"] == "not_regular"
 
 
