@@ -3,7 +3,7 @@
 ``n`` active records (the recall workload's: every 4th in project ``benchmark-project``,
 the others over 8 user scopes, 16 categories) in the in-memory MemoryPort (the
 authority), each also projected into three in-memory projection stores
-(:class:`kernel.adapters.memory_projection.InMemoryProjectionStore`): ``search-index``
+(:class:`kernel.adapters.in_memory.projection.InMemoryProjectionStore`): ``search-index``
 (its tokens), ``embeddings-cache`` (a small vector) and ``replica`` (the record's
 JSON).  Every record gets its own deletion request — subject, scope/scopeId, selector
 ``memory:<id>``, authority, requestId, fence, expectedRevision — and all of them go in one
@@ -14,14 +14,11 @@ equal).  Timed: from the first request to the last receipt, every
 receipt ``purged`` (tombstone committed, all three copies purged, purge committed).  Each
 sample runs on a fresh, untimed store.
 
-The timed samples are *cold*: the verified-record memo
-(:mod:`kernel.normalize_memory`) is emptied after seeding, so each deletion verifies the
-record it reads in full (field checks, secret scan, canonical digest), as a store loaded
-from disk would require.  The clock is the wall clock.
+Each deletion verifies the record it reads in full (field checks, secret scan, canonical
+digest), as a store loaded from disk requires: there is no process-wide memo (ADR 0011).
+The clock is the wall clock.
 
-Extra fields: ``warm_memo_p50_ms`` (median of 5 runs in which the process verified the
-seeded records when they were written, so reading them back is a memo hit),
-``per_record_us`` (one more cold run / n), and, from that run: ``records``, ``stores``
+Extra fields: ``per_record_us`` (one more run / n), and, from that run: ``records``, ``stores``
 (authority + 3), ``receipts_purged``, ``authority_purged`` (records in state ``purged``),
 ``projection_entries_left`` (must be 0), ``events`` (2 per record).
 """
@@ -29,7 +26,6 @@ seeded records when they were written, so reading them back is a memo hit),
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -61,18 +57,13 @@ def deletion_requests(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class _Stores:
-    """One sample's authority, projections and kernel.  ``warm``: the process has verified
-    the seeded records (they were written through it); otherwise the verified-record memo
-    is emptied after seeding, so every deletion verifies its record from scratch."""
+    """One sample's authority, projections and kernel."""
 
-    def __init__(self, records: list[dict[str, Any]], *, warm: bool = False) -> None:
-        from kernel.adapters.memory_projection import InMemoryProjectionStore
-        from kernel.adapters.memory_store_memory import InMemoryMemoryPort
-        from kernel.memory_kernel import MemoryKernel
-        from kernel.normalize_memory import forget_verified_records
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
+        from kernel.adapters.in_memory.projection import InMemoryProjectionStore
+        from kernel.memory.service import MemoryKernel
 
-        if warm:
-            forget_verified_records()  # room for the seeds and what the run derives
         self.authority = InMemoryMemoryPort(records)
         self.projections = [InMemoryProjectionStore(name) for name in PROJECTIONS]
         index, embeddings, replica = self.projections
@@ -87,8 +78,6 @@ class _Stores:
             new_id=lambda: f"bench-{next(counter)}",
             purge_ports=self.projections,
         )
-        if not warm:
-            forget_verified_records()
 
 
 def deletion(n: int) -> tuple[Callable[[], object], Callable[[], dict[str, Any]]]:
@@ -107,12 +96,6 @@ def deletion(n: int) -> tuple[Callable[[], object], Callable[[], dict[str, Any]]
         return receipts
 
     def extra() -> dict[str, Any]:
-        warm = []
-        for _ in range(5):
-            state["stores"] = _Stores(records, warm=True)
-            started = time.perf_counter()
-            call()
-            warm.append((time.perf_counter() - started) * 1000)
         setup()
         started = time.perf_counter()
         receipts = call()
@@ -123,7 +106,6 @@ def deletion(n: int) -> tuple[Callable[[], object], Callable[[], dict[str, Any]]
         return {
             "records": n,
             "stores": 1 + len(stores.projections),
-            "warm_memo_p50_ms": round(statistics.median(warm), 3),
             "per_record_us": round(cold_ms * 1000 / n, 2),
             "receipts_purged": sum(r["status"] == "purged" for r in receipts),
             "authority_purged": sum(r["state"] == "purged" for r in authority),

@@ -2,7 +2,7 @@
 
 ``n`` active records — every 4th in project scope ``benchmark-project``, the others spread
 over 8 user scopes; every 97th contains "needle"; 16 categories — in the in-memory
-MemoryPort; the recall index (``kernel.recall.RecordIndex``, canonical analyzer) is built
+MemoryPort; the recall index (``kernel.memory.recall.RecordIndex``, canonical analyzer) is built
 once, untimed.  Timed: ``recall_memory(port, request, index=…)`` for the query "needle",
 limit 20, token budget 8192, admitting ``benchmark-project`` and one user scope — the full
 kernel path: index search over the admitted partitions, every hit re-read from the port and
@@ -129,8 +129,8 @@ def _median_ms(fn: Callable[[], object], runs: int = 3) -> float:
 
 
 def recall_lexical(n: int) -> tuple[Callable[[], object], Callable[[], dict[str, Any]]]:
-    from kernel.adapters.memory_store_memory import InMemoryMemoryPort
-    from kernel.recall import RecordIndex, build_index, rank_memory_records, recall_memory
+    from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
+    from kernel.memory.recall import RecordIndex, build_index, rank_memory_records, recall_memory
 
     raw = bench_records(n)
     port = InMemoryMemoryPort(raw)

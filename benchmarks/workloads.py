@@ -89,7 +89,7 @@ def plan_request(n: int) -> dict[str, Any]:
 
 
 def _plan(n: int) -> tuple[Run, Extra]:
-    from kernel.planner import plan_context
+    from kernel.planning.planner import plan_context
 
     request = plan_request(n)
 
@@ -173,8 +173,8 @@ def compaction_items(n: int) -> list[dict[str, Any]]:
 
 def _session_port(items: list[dict[str, Any]]) -> Any:
     """The peer's in-memory session port (normalizing on seed), seeded with ``items``."""
-    from kernel.adapters.memory_session import InMemorySessionPort
-    from kernel.normalize import normalize_context_item
+    from kernel.adapters.in_memory.session import InMemorySessionPort
+    from kernel.canonical.items import normalize_context_item
 
     port = InMemorySessionPort(
         profile="peer", normalize=lambda i: normalize_context_item(i, profile="peer")
@@ -184,7 +184,7 @@ def _session_port(items: list[dict[str, Any]]) -> Any:
 
 
 def _kernel(port: Any, prefix: str) -> Any:
-    from kernel.compaction_service import CompactionKernel
+    from kernel.compaction.service import CompactionKernel
 
     counter = iter(range(1, 1 << 30))
     return CompactionKernel(
@@ -306,7 +306,7 @@ def _content_put(n: int) -> tuple[Run, Extra]:
     pays for the journal work of that removal.  Timed with ``durable=False`` (no fsync:
     what the peer and bare hashlib pay); ``durable_p50_ms`` / ``cold_durable_p50_ms``
     are the default, fsynced store."""
-    from kernel.adapters.fs_content import FsContentPort
+    from kernel.adapters.fs.content import FsContentPort
     from kernel.ports import ContentPolicy, ContentRef
 
     data = bytearray(os.urandom(n * MIB))

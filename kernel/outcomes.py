@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, Literal
 
-from kernel.contracts._base import wire_fields, wire_value
+from kernel.contracts import wire_fields, wire_value
 from kernel.contracts.compaction import CompactionStrategy
 from kernel.contracts.deletion import StoreReceipt
 from kernel.contracts.planning import PlanPartition

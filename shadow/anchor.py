@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
 
-from kernel.partitions import derive_ceilings
+from kernel.planning.partitions import derive_ceilings
 from shadow.canonical import Canon
 from shadow.divergence.claims import canon_items
 from shadow.fixtures import Capture

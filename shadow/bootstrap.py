@@ -21,13 +21,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from kernel.adapters.jsonl_session import JsonlSessionPort
-from kernel.adapters.memory_store_memory import InMemoryMemoryPort
-from kernel.adapters.sqlite_memory import SqliteMemoryPort
-from kernel.adapters.sqlite_session import SqliteSessionPort
-from kernel.digest import Profile
-from kernel.memory_ports import MemoryPort
-from kernel.ports import SessionContextPort
+from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
+from kernel.adapters.jsonl.session import JsonlSessionPort
+from kernel.adapters.sqlite.memory_store import SqliteMemoryPort
+from kernel.adapters.sqlite.session import SqliteSessionPort
+from kernel.canonical.digest import Profile
+from kernel.ports import MemoryPort, SessionContextPort
 
 __all__ = ["fresh_memory", "memory_store", "seeded_memory", "session_store"]
 

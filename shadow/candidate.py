@@ -1,13 +1,13 @@
 """The pluggable candidate: what the harness judges against each legacy surface.
 
 * :class:`KernelCandidate` — the live Python kernel.  For each (fixture, surface) it
-  runs ``kernel.planner.plan_context`` on the scenario's canonical items with the
+  runs ``kernel.planning.planner.plan_context`` on the scenario's canonical items with the
   policy matching the surface's configuration (window and thresholds from
-  ``kernel.profiles``, overrides from the capture's ``options``), summarizes with the
+  ``kernel.packets.profiles``, overrides from the capture's ``options``), summarizes with the
   *recorded* provider answer (``shadow.recorded_provider``, the only way to get one)
   and returns a :class:`~shadow.projection.Projection`.  It reads a capture's options
   and call structure, never its output.  Memory scenarios run every canonical memory
-  command through ``kernel.memory_kernel.MemoryKernel`` (``shadow.memory_candidate``).
+  command through ``kernel.memory.service.MemoryKernel`` (``shadow.memory_candidate``).
 * :class:`RecordedCandidate` — a folder written by ``--record-candidate DIR`` (or by
   any other implementation of the design) in the documented projection format.
 
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from kernel.errors import KernelError
-from kernel.profiles import auto_compact_tokens, resolve_profile
-from kernel.tokens import cjk_estimate
+from kernel.packets.profiles import auto_compact_tokens, resolve_profile
+from kernel.planning.tokens import cjk_estimate
 from shadow import memory_candidate
 from shadow.boundary import load_path, mapping_at
 from shadow.canonical import Canon, CanonItem, scope_id_of
@@ -71,7 +71,7 @@ def base_name(capture_name: str) -> str:
 
 
 def _default_plan(request: Mapping[str, Any]) -> dict[str, Any]:
-    from kernel.planner import plan_context
+    from kernel.planning.planner import plan_context
 
     return plan_context(request, profile="jcs")
 
@@ -107,7 +107,7 @@ class KernelCandidate:
         self.identity = {
             "kind": "kernel",
             "implementation": "context-kernel-parity (python)",
-            "planner": "kernel.planner.plan_context" if plan_fn is None else "injected",
+            "planner": "kernel.planning.planner.plan_context" if plan_fn is None else "injected",
             "summarizer": "recorded provider answers (shadow.recorded_provider: "
                           + ("vcrpy cassettes" if recordings is not None else "captures")
                           + ")",

@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kernel import anticorruption
-from kernel.tokens import cjk_estimate, utf8_bytes_estimate
-from kernel.trust import source_trust, tool_source_kind
+from kernel.packets import anticorruption
+from kernel.packets.trust import source_trust, tool_source_kind
+from kernel.planning.tokens import cjk_estimate, utf8_bytes_estimate
 from shadow.projection import content_digest
 
 BASE_TIME_MS: Final = 1_787_227_200_000  # the captures' fake-clock base, 2026-08-20T12:00Z
@@ -44,7 +44,7 @@ DROP_REASONS: Final = (
 
 
 def iso_at(offset_ms: int) -> str:
-    from kernel.timestamps import epoch_ms_to_iso
+    from kernel.canonical.timestamps import epoch_ms_to_iso
 
     return epoch_ms_to_iso(BASE_TIME_MS + offset_ms)
 

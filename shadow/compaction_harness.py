@@ -1,4 +1,4 @@
-"""Deterministic drivers for :class:`kernel.compaction_service.CompactionKernel`.
+"""Deterministic drivers for :class:`kernel.compaction.service.CompactionKernel`.
 
 The test doubles of the peer's ``compaction-vectors.json`` README (fixed or
 ticking clocks, prefixed uuids, scripted summarizers, a session port whose head
@@ -17,12 +17,12 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kernel.adapters.memory_session import InMemorySessionPort
-from kernel.digest import Profile
+from kernel.adapters.in_memory.session import InMemorySessionPort
+from kernel.canonical.digest import Profile
+from kernel.canonical.items import normalize_context_item
+from kernel.canonical.timestamps import iso_to_epoch_ms
 from kernel.errors import KernelError
-from kernel.normalize import normalize_context_item
 from kernel.ports import OperationRecord, SessionContextPort, SessionSnapshot, SummarizerFailure
-from kernel.timestamps import iso_to_epoch_ms
 
 
 class ScriptedClock:

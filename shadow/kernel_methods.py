@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from kernel.compaction_service import CompactionKernel
-from kernel.digest import Profile
+from kernel.canonical.digest import Profile
+from kernel.compaction.service import CompactionKernel
 from kernel.errors import KernelError
-from kernel.planner import plan_context
+from kernel.planning.planner import plan_context
 from kernel.ports import SessionContextPort, SummarizerFailure, SummaryCancelled
 from shadow import bootstrap
 from shadow.compaction_harness import (

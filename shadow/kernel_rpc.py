@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from kernel import digest as kdigest
+from kernel.canonical import digest as kdigest
 from kernel.errors import KernelError
 from shadow.boundary import loads
 from shadow.errors import InputError, ShadowError

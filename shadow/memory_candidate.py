@@ -1,11 +1,11 @@
 """The candidate's memory side: each canonical memory command executed by the live
-kernel (:class:`kernel.memory_kernel.MemoryKernel`) over the in-memory MemoryPort, and
+kernel (:class:`kernel.memory.service.MemoryKernel`) over the in-memory MemoryPort, and
 the outcome reduced to the memory :class:`~shadow.projection.Projection`.
 
 One fresh store per (fixture, surface); a fixed clock (the captures' fake clock: the
 operation at index *i* runs at ``BASE_TIME_MS + (i + 1)·1000``) and a counter for ids,
 so a replay is a pure function of ``input.json``.  The kernel's recall runs over a
-scoped lexical index (:class:`kernel.recall.RecordIndex`, canonical analyzer) that
+scoped lexical index (:class:`kernel.memory.recall.RecordIndex`, canonical analyzer) that
 follows the port's change feed and is also a deletion purge target.
 
 Mapping (docs/surfaces.md, "Memory candidate"):
@@ -49,7 +49,7 @@ Mapping (docs/surfaces.md, "Memory candidate"):
     named record's live head.  Only ``active`` / ``reinforced`` records are returned.
 ``trace_record`` / ``consolidate``
     traced events become the session's evidence items (messages trusted by
-    :func:`kernel.trust.source_trust` as the canonical session does, tool results and
+    :func:`kernel.packets.trust.source_trust` as the canonical session does, tool results and
     errors ``external``); ``consolidate_session`` proposes **candidates** at session
     scope of the traced session (never the legacy's agent default: consolidation is
     never wider than its input); candidate identity ``<op>.t<seq>`` from the evidence
@@ -67,21 +67,21 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from kernel.canonical.checks import assert_scope
+from kernel.canonical.timestamps import epoch_ms_to_iso
 from kernel.errors import KernelError, ScopeDenied
-from kernel.index import LexicalIndex
-from kernel.memory import RECALLABLE_STATES, TOMBSTONE_STATES, next_state
-from kernel.memory_checks import assert_scope
-from kernel.memory_kernel import MemoryKernel
-from kernel.memory_ports import MemoryPort
-from kernel.recall import RecordIndex, recall_memory
-from kernel.timestamps import epoch_ms_to_iso
-from kernel.trust import source_trust, tool_source_kind
+from kernel.memory.index import LexicalIndex
+from kernel.memory.lifecycle import RECALLABLE_STATES, TOMBSTONE_STATES, next_state
+from kernel.memory.recall import RecordIndex, recall_memory
+from kernel.memory.service import MemoryKernel
+from kernel.packets.trust import source_trust, tool_source_kind
+from kernel.ports import MemoryPort
 from shadow import bootstrap
 from shadow.canonical import BASE_TIME_MS, Canon, MemoryCommand, has_secret, record_id
 from shadow.divergence.provenance import sketch
 from shadow.projection import MemOp, MemoryProjection, MemRecord, Projection, content_digest
 
-IDENTITY: Final = "kernel.memory_kernel"
+IDENTITY: Final = "kernel.memory.service"
 SINK: Final = "provider"
 INDEX_STORE: Final = "memory-recall-index"
 AUTHORITY: Final = "legacy-session-core"

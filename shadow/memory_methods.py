@@ -33,7 +33,7 @@ Each answers ``{value, memoryAfter, uuidsConsumed, purgeCalls, recordStates}``.
 → ``{value, path, degraded}`` where ``value`` is the peer's ``MemoryRecallResult`` plus
 ``memoryRevision`` (``MemoryKernel.recall_memory``).  A ``memory`` seed is loaded into a
 read-only store whose records are checked as ``rankMemoryRecords`` checks them
-(:func:`kernel.recall.normalize_recall_record`).
+(:func:`kernel.memory.recall.normalize_recall_record`).
 """
 
 from __future__ import annotations
@@ -47,18 +47,25 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, cast
 
-from kernel.memory_conflicts import parse_conflict
-from kernel.memory_kernel import AuthorityRegistry, MemoryKernel
-from kernel.memory_ports import CommitResult, MemoryCommit, MemoryPort, PurgePort, json_copy
-from kernel.ports import ContentPort, ContentRef
-from kernel.recall import (
+from kernel.canonical.timestamps import iso_to_epoch_ms
+from kernel.memory.conflicts import parse_conflict
+from kernel.memory.recall import (
     RecallProfile,
     RecordIndex,
     build_index,
     normalize_recall_record,
     recall_memory,
 )
-from kernel.timestamps import iso_to_epoch_ms
+from kernel.memory.service import AuthorityRegistry, MemoryKernel
+from kernel.ports import (
+    CommitResult,
+    ContentPort,
+    ContentRef,
+    MemoryCommit,
+    MemoryPort,
+    PurgePort,
+    json_copy,
+)
 from shadow import bootstrap
 from shadow.compaction_harness import ScriptedIds
 from shadow.errors import InputError

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from kernel.compaction_summary import validate_handoff
+from kernel.compaction.summary import validate_handoff
 from shadow.boundary import mapping_at
 from shadow.errors import SideEffectError
 

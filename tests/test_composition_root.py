@@ -36,9 +36,9 @@ def test_only_the_composition_root_imports_adapters() -> None:
 
 
 def test_the_checker_sees_every_import_form(tmp_path: Path) -> None:
-    for src in ("import kernel.adapters.sqlite_memory\n",
+    for src in ("import kernel.adapters.sqlite.memory_store\n",
                 "from kernel.adapters import sqlite_memory\n",
-                "from kernel.adapters.fs_content import FsContentPort\n",
+                "from kernel.adapters.fs.content import FsContentPort\n",
                 "def f():\n    from kernel.adapters import jsonl_session\n"):
         p = tmp_path / "m.py"
         p.write_text(src, encoding="utf-8")

@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
-from kernel.adapters import jsonl_chain
-from kernel.adapters.jsonl_session import JsonlSessionPort
-from kernel.adapters.sqlite_session import SqliteSessionPort
-from kernel.compaction_service import CompactionKernel
-from kernel.digest import digest
+from kernel.adapters.jsonl import chain as jsonl_chain
+from kernel.adapters.jsonl.session import JsonlSessionPort
+from kernel.adapters.sqlite.session import SqliteSessionPort
+from kernel.canonical.digest import digest
+from kernel.compaction.service import CompactionKernel
 from tests.conformance.session_harness import conversation, items_for
 from tests.test_race import REQUEST, SID
 
@@ -38,7 +38,7 @@ KINDS = ("jsonl", "sqlite")
 def _context() -> Any:
     if sys.platform != "win32" and "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["kernel.compaction_service", "tests.test_crash"])
+        ctx.set_forkserver_preload(["kernel.compaction.service", "tests.test_crash"])
         return ctx
     return mp.get_context("spawn")  # pragma: no cover - Windows
 
@@ -78,7 +78,7 @@ def child(kind: str, root: str, ready: Any, tear: bool) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
         jsonl_chain.append_durably = torn  # type: ignore[assignment]
-        import kernel.adapters.jsonl_session as js
+        import kernel.adapters.jsonl.session as js
 
         js.append_durably = torn  # type: ignore[assignment]
     n = 0

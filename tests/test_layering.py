@@ -370,7 +370,7 @@ EVASIONS: dict[str, tuple[str, str]] = {
     "builtins": ("def f():\n    return __builtins__['open']\n", "__builtins__"),
     "thread": ("import _thread\n", "_thread"),
     "threading": ("import threading\n", "threading"),
-    "adapter": ("from kernel.adapters.fs_content import FsContentPort\n", "allow-list"),
+    "adapter": ("from kernel.adapters.fs.content import FsContentPort\n", "allow-list"),
     "adapter_from_kernel": ("from kernel import adapters\n", "adapter"),
     "relative_adapter": ("from .adapters import fs_content\n", "allow-list"),
     "unlisted_module": ("import pydantic\n", "allow-list"),
@@ -405,7 +405,7 @@ EVASIONS: dict[str, tuple[str, str]] = {
         "returns a mutable value",
     ),
     "other_module_state": (
-        "import kernel.digest as d\nd.ENCODERS = {}\n", "assigns an attribute of imported"
+        "import kernel.canonical.digest as d\nd.ENCODERS = {}\n", "assigns an attribute of imported"
     ),
     "decimal_context": (
         "import decimal\ndef f():\n    decimal.getcontext().prec = 5\n", "decimal.getcontext"
@@ -428,7 +428,7 @@ def test_the_guard_accepts_what_the_core_may_do() -> None:
     source = (
         "from __future__ import annotations\n"
         "import functools\nimport re\nfrom types import MappingProxyType\n"
-        "from typing import Final\nfrom kernel.timestamps import parse_timestamp\n"
+        "from typing import Final\nfrom kernel.canonical.timestamps import parse_timestamp\n"
         "_TABLE: Final = MappingProxyType({'a': 1})\n_KEYS: Final = frozenset({'a'})\n"
         "_ORDER: Final = tuple(sorted('ba'))\n_RE = re.compile('x')\n"
         "__all__ = ('f',)\n"

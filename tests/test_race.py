@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from kernel.adapters.jsonl_session import JsonlSessionPort
-from kernel.adapters.sqlite_session import SqliteSessionPort
-from kernel.compaction_service import CompactionKernel
+from kernel.adapters.jsonl.session import JsonlSessionPort
+from kernel.adapters.sqlite.session import SqliteSessionPort
+from kernel.compaction.service import CompactionKernel
 from tests.conformance.session_harness import conversation, items_for
 
 WORKERS = 8

@@ -40,6 +40,7 @@ from kernel.contracts._base import (
     WireField,
     wire_fields,
     wire_name,
+    wire_value,
 )
 from kernel.contracts.compaction import (
     CompactionEvent,
@@ -216,4 +217,5 @@ __all__ = (
     "WireField",
     "wire_fields",
     "wire_name",
+    "wire_value",
 )

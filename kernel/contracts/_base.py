@@ -31,16 +31,16 @@ from types import MappingProxyType
 from typing import Annotated, Any, Final, Literal, cast
 
 from kernel import SCHEMA_VERSION as SCHEMA_VERSION
+from kernel import vocabulary
 from kernel.errors import InvalidArgument
+from kernel.vocabulary import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
 
-#: Largest integer the JavaScript peer represents exactly (``Number.MAX_SAFE_INTEGER``).
-MAX_SAFE_INTEGER: Final = 9_007_199_254_740_991
 MAX_TOKENS: Final = 16_777_216
 MAX_CONTENT_CHARS: Final = 4_194_304
 MAX_ITEMS: Final = 100_000
 
-IDENTIFIER_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,159}$"
-DIGEST_PATTERN: Final = r"^sha256:[a-f0-9]{64}$"
+IDENTIFIER_PATTERN: Final = f"^{vocabulary.IDENTIFIER.pattern}$"
+DIGEST_PATTERN: Final = f"^{vocabulary.DIGEST.pattern}$"
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,17 +100,11 @@ Trust = Literal["host", "verified", "user", "external", "untrusted"]
 Sensitivity = Literal["public", "internal", "personal", "secret", "restricted"]
 
 #: Narrow to wide: promotion to a later scope is an audited transition (§6.3).
-SCOPE_ORDER: Final[tuple[Scope, ...]] = ("turn", "session", "agent", "project", "user", "global")
+SCOPE_ORDER: Final = cast("tuple[Scope, ...]", vocabulary.SCOPE_ORDER)
 #: Most to least trusted; derived content inherits the *lowest* trust (§12.1).
-TRUST_ORDER: Final[tuple[Trust, ...]] = ("host", "verified", "user", "external", "untrusted")
+TRUST_ORDER: Final = cast("tuple[Trust, ...]", vocabulary.TRUST_ORDER)
 #: Least to most sensitive; sensitivity never lowers (§9.1).
-SENSITIVITY_ORDER: Final[tuple[Sensitivity, ...]] = (
-    "public",
-    "internal",
-    "personal",
-    "secret",
-    "restricted",
-)
+SENSITIVITY_ORDER: Final = cast("tuple[Sensitivity, ...]", vocabulary.SENSITIVITY_ORDER)
 
 
 # --- wire names ------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ class MemoryRecallRequest(WireContract):
 
 
 #: The other side(s) of a hit's unresolved conflicts (§9.3), sorted; kernel extension,
-#: written only when non-empty (``kernel.recall``, canonical profile).
+#: written only when non-empty (``kernel.memory.recall``, canonical profile).
 ConflictsWith = Annotated[tuple[Identifier, ...], Constraint(min_length=1, unique=True)]
 
 

@@ -63,7 +63,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kernel.partitions import KIND_PARTITION
+from kernel.planning.partitions import KIND_PARTITION
 from shadow.canonical import Canon, CanonItem
 from shadow.divergence import Violation
 from shadow.projection import Drop, Projection

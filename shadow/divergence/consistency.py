@@ -47,13 +47,13 @@ DERIVED_PREFIX: Final = "~"
 def _kernel_outcomes() -> frozenset[str]:
     """Every failure code the kernel defines (its error classes and §17 outcomes), and the
     candidate's own ``aborted`` (a cancelled provider call)."""
-    import kernel.compaction_summary
-    import kernel.memory
-    import kernel.memory_kernel
+    import kernel.compaction.summary
+    import kernel.memory.lifecycle
+    import kernel.memory.service
     import kernel.outcomes
     from kernel.errors import KernelError
 
-    found: set[str] = {"aborted", kernel.compaction_summary.PROVIDER_USAGE_UNSETTLED}
+    found: set[str] = {"aborted", kernel.compaction.summary.PROVIDER_USAGE_UNSETTLED}
     stack: list[type[KernelError]] = [KernelError]
     while stack:
         cls = stack.pop()

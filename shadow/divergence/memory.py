@@ -64,7 +64,7 @@ def evidence_text(payload: Mapping[str, Any]) -> str:
 
 def evidence_trust(event_type: str, payload: Mapping[str, Any]) -> str:
     """Traced messages are user/model words (``user`` trust); every other event — tool
-    results, errors, costs — is ``external`` data (kernel.trust, as the candidate uses)."""
+    results, errors, costs — is ``external`` data (kernel.packets.trust, as the candidate uses)."""
     if event_type == "message" and payload.get("role") in ("user", "assistant"):
         return "user"
     if event_type == "message" and payload.get("role") == "system":

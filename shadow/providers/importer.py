@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import yaml  # type: ignore[import-untyped]
 
-from kernel.digest import digest
+from kernel.canonical.digest import digest
 from shadow.errors import InputError
 from shadow.providers.cassettes import (
     CHAT_URI,

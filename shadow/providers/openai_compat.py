@@ -38,10 +38,11 @@ from typing import Any, Final
 
 import httpx
 
-from kernel import compaction_summary as _handoff
-from kernel.compaction_invariants import SENSITIVITY_ORDER, TRUST_ORDER, sink_intersection
-from kernel.digest import digest
+from kernel.canonical.digest import digest
+from kernel.compaction import summary as _handoff
+from kernel.compaction.invariants import sink_intersection
 from kernel.ports import SummarizerFailure, SummaryCancelled
+from kernel.vocabulary import SENSITIVITY_ORDER, TRUST_ORDER
 from shadow.errors import SideEffectError
 
 __all__ = [
@@ -80,7 +81,7 @@ ABORTED: Final = "aborted"
 PROVIDER_UNAVAILABLE: Final = "provider_unavailable"
 PROVIDER_HTTP_ERROR: Final = "provider_http_error"
 PROVIDER_OUTCOME_UNKNOWN: Final = "provider_outcome_unknown"
-PROVIDER_USAGE_UNSETTLED: Final = "provider_usage_unsettled"  # = kernel.compaction_summary's
+PROVIDER_USAGE_UNSETTLED: Final = "provider_usage_unsettled"  # = kernel.compaction.summary's
 PROVIDER_RESPONSE_MALFORMED: Final = "provider_response_malformed"
 SUMMARY_INVALID_JSON: Final = _handoff.SUMMARY_INVALID_JSON
 SUMMARY_SCHEMA_MISMATCH: Final = _handoff.SUMMARY_SCHEMA_MISMATCH
@@ -203,7 +204,7 @@ class ProviderOutcome:
 
 def parse_handoff(text: str | None) -> tuple[dict[str, Any] | None, str | None, dict[str, Any]]:
     """Strictly parse a structured handoff: ``(handoff, reason, detail)`` — the kernel's
-    :func:`kernel.compaction_summary.validate_handoff` (prose, fences, arrays and scalars
+    :func:`kernel.compaction.summary.validate_handoff` (prose, fences, arrays and scalars
     are ``summary_invalid_json``; a missing, unknown or mistyped key is
     ``summary_schema_mismatch``; ``detail`` names keys, never values)."""
     return _handoff.validate_handoff(text)

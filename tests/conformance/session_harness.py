@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernel.adapters.jsonl_messages import SourceMessage, messages_to_items
-from kernel.adapters.jsonl_session import JsonlSessionPort
-from kernel.adapters.memory_session import InMemorySessionPort
-from kernel.adapters.sqlite_session import SqliteSessionPort
+from kernel.adapters.in_memory.session import InMemorySessionPort
+from kernel.adapters.jsonl.messages import SourceMessage, messages_to_items
+from kernel.adapters.jsonl.session import JsonlSessionPort
+from kernel.adapters.sqlite.session import SqliteSessionPort
 from kernel.ports import CasResult
 
 T0 = 1_787_227_200_000  # 2026-08-20T12:00:00Z

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernel.adapters.fs_content import MIB, PARALLEL_MIN, FsContentPort
-from kernel.adapters.memory_content import InMemoryContentPort
-from kernel.content import object_id_for
+from kernel.adapters.fs.content import MIB, PARALLEL_MIN, FsContentPort
+from kernel.adapters.in_memory.content import InMemoryContentPort
+from kernel.compaction.evidence import object_id_for
 from kernel.errors import ContentUnavailable, DigestMismatch, KernelError, ScopeDenied, SinkDenied
 from kernel.ports import AccessContext, ContentPolicy, ContentPort, ContentRef
 

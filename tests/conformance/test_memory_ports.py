@@ -1,4 +1,4 @@
-"""One conformance suite for every MemoryPort adapter (``kernel.memory_ports``).
+"""One conformance suite for every MemoryPort adapter (``kernel.ports``).
 
 Example tests pin the protocol (CAS, store revision, scope listing, change feed,
 events, reconciliations, the conflict relation); a hypothesis ``RuleBasedStateMachine``
@@ -24,12 +24,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kernel.adapters.memory_store_memory import InMemoryMemoryPort
-from kernel.adapters.sqlite_memory import SqliteMemoryPort
+from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
+from kernel.adapters.sqlite.memory_store import SqliteMemoryPort
 from kernel.errors import InvalidArgument
-from kernel.memory import COMMAND_TARGETS, TRANSITIONS, apply_memory_command
-from kernel.memory_conflicts import record_conflict
-from kernel.memory_ports import MemoryCommit, MemoryPort, PurgePort
+from kernel.memory.conflicts import record_conflict
+from kernel.memory.lifecycle import COMMAND_TARGETS, TRANSITIONS, apply_memory_command
+from kernel.ports import MemoryCommit, MemoryPort, PurgePort
 from tests.kernel.test_memory_lifecycle import Clock, Ids, make
 
 Factory = Callable[[Path], MemoryPort]

@@ -25,13 +25,12 @@ from typing import Any
 
 import pytest
 
-from kernel.adapters.fs_content import FsContentPort
-from kernel.adapters.jsonl_session import JsonlSessionPort
-from kernel.adapters.sqlite_memory import MemoryStoreNotFound, SqliteMemoryPort
+from kernel.adapters.fs.content import FsContentPort
+from kernel.adapters.jsonl.session import JsonlSessionPort
+from kernel.adapters.sqlite.memory_store import MemoryStoreNotFound, SqliteMemoryPort
 from kernel.errors import ContentUnavailable, InvalidArgument, KernelError, StoreFailure
-from kernel.memory_ports import MemoryCommit
-from kernel.ports import AccessContext, ContentRef
-from kernel.recall import recall_memory
+from kernel.memory.recall import recall_memory
+from kernel.ports import AccessContext, ContentRef, MemoryCommit
 from shadow.kernel_rpc import call
 from tests.blocking import within
 from tests.kernel.test_memory_lifecycle import make
@@ -300,7 +299,7 @@ def test_a_writer_never_alters_a_foreign_database(tmp_path: Path) -> None:
     anything in it: no schema, no journal mode switch, no side file."""
     import sqlite3
 
-    from kernel.adapters.sqlite_memory import SqliteMemoryPort
+    from kernel.adapters.sqlite.memory_store import SqliteMemoryPort
     from kernel.errors import StoreFailure
 
     foreign = tmp_path / "app.db"

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kernel.compaction_service import CompactionKernel
-from kernel.digest import digest
-from kernel.normalize import normalize_context_item
-from kernel.planner import is_protected
+from kernel.canonical.digest import digest
+from kernel.canonical.items import normalize_context_item
+from kernel.compaction.service import CompactionKernel
+from kernel.planning.planner import is_protected
 from kernel.ports import SessionContextPort, SessionSnapshot
 from tests.conformance.session_harness import ADAPTERS, T0, Harness, harness, make_harness
 

@@ -10,7 +10,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kernel.memory_ports import CommitResult, MemoryCommit
+from kernel.ports import CommitResult, MemoryCommit
 
 
 class ListPort:

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel.anticorruption import (
+from kernel.errors import InvalidArgument
+from kernel.packets.anticorruption import (
     Finding,
     FindingCategory,
     neutralise,
@@ -19,7 +20,6 @@ from kernel.anticorruption import (
     sanitize,
     scan,
 )
-from kernel.errors import InvalidArgument
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parents[1] / "fixtures"

@@ -1,11 +1,11 @@
-"""``kernel.collation`` against the oracle: ``localeCompare("en")`` on Node / ICU 78.2.
+"""``kernel.canonical.collation`` against the oracle: ``localeCompare("en")`` on Node / ICU 78.2.
 
 The vectors (``tests/vectors/collation/icu78-en-order.json``) were written by
 ``tests/vectors/collation/make_vectors.js`` on Node v20.20.2 with ICU 78.2 — the peer's
 runtime — and are committed, so this test never needs Node.  Every order in them is
 V8's stable sort with ``(a, b) => a.localeCompare(b, "en")``; this test sorts the same
 inputs, in the same input order, with Python's stable sort on
-:func:`kernel.collation.collation_key` and requires the same permutation and the same
+:func:`kernel.canonical.collation.collation_key` and requires the same permutation and the same
 ties:
 
 * ``explicit`` — 6,000 random strings (listed with Node's order and ties);
@@ -36,8 +36,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel import collation as C
-from kernel import digest as D
+from kernel.canonical import collation as C
+from kernel.canonical import digest as D
 from kernel.errors import NonPortableValue
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "collation" / "icu78-en-order.json"
@@ -297,7 +297,7 @@ def test_wide_key_is_the_general_key(text: str) -> None:
 
 
 def test_ascii_tables_agree_with_the_digest_profile() -> None:
-    """One byte per ASCII primary in the order kernel.digest documents; case at the
+    """One byte per ASCII primary in the order kernel.canonical.digest documents; case at the
     tertiary level; the C0 controls other than TAB..CR, and DEL, ignorable."""
     order = D.PEER_KEY_PRIMARY_ORDER
     assert [C.ASCII_PRIMARY[ord(ch)] for ch in order] == list(range(0x21, 0x21 + len(order)))
@@ -308,7 +308,7 @@ def test_ascii_tables_agree_with_the_digest_profile() -> None:
 
 
 def test_key_layout_preconditions() -> None:
-    """What the key's layout relies on (kernel.collation docstring): every element with a
+    """What the key's layout relies on (kernel.canonical.collation docstring): every element with a
     primary has a secondary, the common secondary 0500 is the lowest, tertiaries fit one
     byte below the FF that marks a secondary part, and one-byte primary codes stay below
     the 0x80 that starts the second byte of every three-byte code."""

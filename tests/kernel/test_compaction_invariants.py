@@ -1,4 +1,4 @@
-"""Property tests for the compaction invariants (kernel/compaction_invariants.py).
+"""Property tests for the compaction invariants (kernel/compaction/invariants.py).
 
 Any candidate that keeps protected items, tool groups and pending bindings
 intact and derives items without widening passes; each kind of damage is
@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel import compaction_invariants as inv
+from kernel.compaction import invariants as inv
 
 KINDS = ["message", "tool-evidence", "memory", "project-rule", "task-state", "system-policy"]
 

@@ -1,10 +1,10 @@
-"""``thread/compact/start`` notifications (kernel/lifecycle.py)."""
+"""``thread/compact/start`` notifications (kernel/compaction/thread.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kernel import lifecycle as lc
+from kernel.compaction import thread as lc
 from kernel.errors import InvalidArgument
 
 

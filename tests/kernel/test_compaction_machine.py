@@ -1,4 +1,4 @@
-"""The compaction state machine (kernel/compaction.py) against a simple model.
+"""The compaction state machine (kernel/compaction/machine.py) against a simple model.
 
 The model below is written from design 108 §8.1 independently of the table;
 a ``RuleBasedStateMachine`` fires random events (legal or not) at both and
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from kernel import compaction as c
+from kernel.compaction import machine as c
 from kernel.errors import IllegalTransition
 
 S = c.State

@@ -1,4 +1,4 @@
-"""CompactionKernel behaviour beyond the peer vectors (kernel/compaction_service.py)."""
+"""CompactionKernel behaviour beyond the peer vectors (kernel/compaction/service.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kernel.adapters.memory_session import InMemorySessionPort
-from kernel.compaction import Announce
-from kernel.compaction_service import CompactionKernel
+from kernel.adapters.in_memory.session import InMemorySessionPort
+from kernel.compaction.machine import Announce
+from kernel.compaction.service import CompactionKernel
 from kernel.errors import LegacyWriterFenced, StoreFailure
 from kernel.ports import CasResult, SummarizerFailure, SummaryCancelled
 from tests.conformance.session_harness import T0, conversation, items_for

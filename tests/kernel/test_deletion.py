@@ -1,4 +1,4 @@
-"""Deletion (``kernel.deletion`` through ``kernel.memory_kernel``): fault injection on
+"""Deletion (``kernel.memory.deletion`` through ``kernel.memory.service``): fault injection on
 every purge target, reconciliation, replica merges against tombstones, and selectors
 that never reach beyond their one record."""
 
@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.adapters.memory_store_memory import InMemoryMemoryPort
-from kernel.deletion import OPERATION_TRANSITIONS
+from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
 from kernel.errors import KernelError
-from kernel.memory import merge_replica_record
-from kernel.memory_kernel import MemoryKernel
+from kernel.memory.deletion import OPERATION_TRANSITIONS
+from kernel.memory.lifecycle import merge_replica_record
+from kernel.memory.service import MemoryKernel
 from shadow.memory_methods import (
     FailingCommits,
     PeerContentPort,

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from kernel.adapters.memory_projection import InMemoryProjectionStore
-from kernel.adapters.memory_store_memory import InMemoryMemoryPort
+from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
+from kernel.adapters.in_memory.projection import InMemoryProjectionStore
 from kernel.errors import KernelError
-from kernel.memory_kernel import MemoryKernel
+from kernel.memory.service import MemoryKernel
 from tests.kernel.test_deletion import request, seeded
 from tests.kernel.test_memory_lifecycle import Clock, Ids, apply, make
 

@@ -1,4 +1,4 @@
-"""kernel.digest: published vectors, the fast-path proof, framing and refusals.
+"""kernel.canonical.digest: published vectors, the fast-path proof, framing and refusals.
 
 The RFC 8785 vectors (tests/vectors/digests.json) are generated from the reference
 ``rfc8785`` package by tests/vectors/make_digest_vectors.py, so they are independent
@@ -21,7 +21,7 @@ import rfc8785
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernel import digest as D
+from kernel.canonical import digest as D
 from kernel.errors import InvalidArgument, NonPortableValue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -494,7 +494,7 @@ def test_peer_key_order_refuses_non_portable() -> None:
     with pytest.raises(NonPortableValue):
         D.peer_key_order(["b", "\u30a2"])
     assert D.peer_portable_key("a b\t~") and not D.peer_portable_key("a\x00")
-    # kernel.collation's alphabet (proven in tests/kernel/test_collation.py) is portable.
+    # kernel.canonical.collation's alphabet (proven in tests/kernel/test_collation.py) is portable.
     assert D.peer_key_order(["中", "b", "ß", "ä", "β", "A", "a", "ж"]) == (
         "a", "A", "ä", "b", "ß", "β", "ж", "中"
     )

@@ -1,4 +1,4 @@
-"""The conflict relation (``kernel.memory_conflicts``), its recording by
+"""The conflict relation (``kernel.memory.conflicts``), its recording by
 ``MemoryKernel.resolve_supersession`` and its display by recall (design 108 §9.3, §10):
 an unresolved conflict keeps both records and recall shows it — never last write wins."""
 
@@ -11,26 +11,26 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernel import digest as kernel_digest
-from kernel.adapters.memory_store_memory import InMemoryMemoryPort
+from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
+from kernel.canonical import digest as kernel_digest
+from kernel.canonical.records import normalize_memory_record
+from kernel.canonical.timestamps import iso_to_epoch_ms
 from kernel.errors import DigestMismatch, InvalidArgument, KernelError, LegacyWriterFenced
-from kernel.memory_conflicts import (
+from kernel.memory.conflicts import (
     CONFLICT_RULE,
     conflict_id_for,
     conflict_partners,
     parse_conflict,
     record_conflict,
 )
-from kernel.memory_kernel import MemoryKernel
-from kernel.normalize import normalize_memory_record
-from kernel.recall import (
+from kernel.memory.recall import (
     RECALL_DOMAIN,
     RecordIndex,
     build_index,
     rank_memory_records,
     recall_memory,
 )
-from kernel.timestamps import iso_to_epoch_ms
+from kernel.memory.service import MemoryKernel
 from tests.kernel.recall_port import ListPort
 from tests.kernel.test_memory_lifecycle import Clock, Ids, apply, make
 from tests.kernel.test_recall import scenarios

@@ -1,12 +1,12 @@
 """The memory hot paths are proved equal to the slow, obviously-correct ones.
 
 * the secret-material prefilter never skips a pattern that would match
-  (``kernel.normalize_memory.contains_secret_material``);
+  (``kernel.canonical.records.contains_secret_material``);
 * the MemoryRecord digest fast path equals the general peer canonicalisation;
 * the reducer's directly-built tombstone / purged records equal normalising the slow
-  construction (``kernel.memory.tombstone`` + ``normalize_memory_record``), key order
+  construction (``kernel.memory.lifecycle.tombstone`` + ``normalize_memory_record``), key order
   included;
-* a :class:`~kernel.normalize_memory.VerifiedRecord` is trusted by its type alone: only
+* a :class:`~kernel.canonical.records.VerifiedRecord` is trusted by its type alone: only
   the normaliser makes one, it cannot be changed through any view of it, and any other
   value (equal bytes included) takes the full path;
 * event, receipt and deletion-receipt digests equal the general peer digest;
@@ -28,25 +28,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel import digest as kdigest
-from kernel.adapters.memory_projection import InMemoryProjectionStore
-from kernel.adapters.memory_store_memory import InMemoryMemoryPort
-from kernel.deletion import RECEIPT_DOMAIN, _receipt_digest
-from kernel.errors import DigestMismatch, InvalidArgument
-from kernel.memory import (
-    EVENT_DOMAIN,
-    Transition,
-    memory_event,
-    memory_receipt,
-    tombstone,
-    transition_memory,
-)
-from kernel.memory import (
-    RECEIPT_DOMAIN as MEMORY_RECEIPT_DOMAIN,
-)
-from kernel.memory_ports import MemoryCommit
-from kernel.normalize import MEMORY_RECORD_DOMAIN
-from kernel.normalize_memory import (
+from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
+from kernel.adapters.in_memory.projection import InMemoryProjectionStore
+from kernel.canonical import digest as kdigest
+from kernel.canonical.items import MEMORY_RECORD_DOMAIN
+from kernel.canonical.records import (
     _FOLD_TO_ASCII,
     _SECRET_PATTERNS,
     VerifiedRecord,
@@ -60,13 +46,27 @@ from kernel.normalize_memory import (
     verified_memory_record,
     verified_stored_record,
 )
-from kernel.timestamps import (
+from kernel.canonical.timestamps import (
     MAX_EPOCH_MS,
     _parse,
     epoch_ms_to_iso,
     format_epoch_ms,
     parse_timestamp,
 )
+from kernel.errors import DigestMismatch, InvalidArgument
+from kernel.memory.deletion import RECEIPT_DOMAIN, _receipt_digest
+from kernel.memory.lifecycle import (
+    EVENT_DOMAIN,
+    Transition,
+    memory_event,
+    memory_receipt,
+    tombstone,
+    transition_memory,
+)
+from kernel.memory.lifecycle import (
+    RECEIPT_DOMAIN as MEMORY_RECEIPT_DOMAIN,
+)
+from kernel.ports import MemoryCommit
 
 AT = "2026-09-01T12:00:00.000Z"
 
@@ -469,7 +469,7 @@ def test_a_projection_purges_exactly_the_named_record() -> None:
 
 
 def test_clock_iso_reads_the_clock_once_per_call() -> None:
-    from kernel.memory import clock_iso
+    from kernel.memory.lifecycle import clock_iso
 
     reads: list[int] = []
 
@@ -521,7 +521,7 @@ def test_time_edges_parse_back_to_themselves() -> None:
 
 
 def test_the_clock_conversion_refuses_what_it_refused_before() -> None:
-    from kernel.memory import clock_iso
+    from kernel.memory.lifecycle import clock_iso
 
     with pytest.raises(InvalidArgument):
         clock_iso(lambda: True)
@@ -568,7 +568,7 @@ def _non_finite(value: Any) -> bool:
 @settings(max_examples=500, deadline=None)
 @given(st.dictionaries(st.sampled_from(["requestId", "null", "x", "y", "z"]), _JSONISH, max_size=5))
 def test_the_store_keeps_bytes_only_when_they_give_the_value_back(value: dict[str, Any]) -> None:
-    from kernel.adapters.memory_store_memory import _freeze, _thaw
+    from kernel.adapters.in_memory.memory_store import _freeze, _thaw
 
     frozen = _freeze(value)
     if isinstance(frozen, bytes):  # taken as JSON: exact, so nothing was non-finite
@@ -579,7 +579,7 @@ def test_the_store_keeps_bytes_only_when_they_give_the_value_back(value: dict[st
 
 
 def test_a_nested_non_finite_float_beside_a_top_level_none_is_not_taken_as_json() -> None:
-    from kernel.adapters.memory_store_memory import _freeze
+    from kernel.adapters.in_memory.memory_store import _freeze
 
     for value in (
         {"a": None, "b": {"x": math.nan}},
@@ -596,7 +596,7 @@ def test_the_store_keeps_its_blobs_in_allocations_of_their_own_size() -> None:
 
     import orjson
 
-    from kernel.adapters.memory_store_memory import _exact, _freeze
+    from kernel.adapters.in_memory.memory_store import _exact, _freeze
 
     value = {"requestId": "r-1", "note": "x" * 500}
     blob = orjson.dumps(value)

@@ -1,4 +1,4 @@
-"""The memory store folder and its four tools (kernel.adapters.memory_folder).
+"""The memory store folder and its four tools (kernel.adapters.memory_folder.store).
 
 Path safety: every path of ``path_safety_corpus.json`` (POSIX, Windows, encoded,
 double-encoded, full-width forms) is refused with its documented reason, by the checker
@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from kernel.adapters.memory_folder import (
+from kernel.adapters.memory_folder.paths import MemoryPathRejected, check_relative_path
+from kernel.adapters.memory_folder.store import (
     MemoryFileInvalid,
     MemoryFolder,
     MemoryNoteRejected,
     MemoryNotFound,
 )
-from kernel.adapters.memory_folder_paths import MemoryPathRejected, check_relative_path
 
 CORPUS = json.loads((Path(__file__).parent / "path_safety_corpus.json").read_text("utf-8"))
 NOTES = "extensions/ad_hoc/notes"
@@ -315,8 +315,8 @@ def test_path_walk_without_directory_fds(
     folder: MemoryFolder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fallback for platforms without ``dir_fd`` (Windows) keeps every rule."""
-    import kernel.adapters.memory_folder as store
-    import kernel.adapters.memory_folder_paths as paths
+    import kernel.adapters.memory_folder.paths as paths
+    import kernel.adapters.memory_folder.store as store
 
     monkeypatch.setattr(paths, "FD_WALK", False)
     monkeypatch.setattr(store, "FD_WALK", False)

@@ -1,7 +1,7 @@
 """The memory store folder never writes outside itself, never blocks, never creates on read.
 
 Issue 14 ("honest doubles, safe adapters"), probes against
-:mod:`kernel.adapters.memory_folder`:
+:mod:`kernel.adapters.memory_folder.store`:
 
 * **temp names** — a hard link or a symbolic link planted at the name an atomic replace
   used to stage under (``.tmp-<name>-<pid>``) must not make ``memory_search`` or
@@ -31,10 +31,10 @@ from typing import Any
 
 import pytest
 
-import kernel.adapters.memory_folder as store
-import kernel.adapters.memory_folder_paths as paths
-from kernel.adapters.memory_folder import MemoryFolder, MemoryNotFound
-from kernel.adapters.memory_folder_paths import MemoryPathRejected
+import kernel.adapters.memory_folder.paths as paths
+import kernel.adapters.memory_folder.store as store
+from kernel.adapters.memory_folder.paths import MemoryPathRejected
+from kernel.adapters.memory_folder.store import MemoryFolder, MemoryNotFound
 from tests.blocking import within
 
 NOTES = "extensions/ad_hoc/notes"

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from kernel import normalize as N
-from kernel import normalize_memory as NM
+from kernel.canonical import items as N
+from kernel.canonical import records as NM
+from kernel.canonical.checks import identifier, timestamp
+from kernel.canonical.records import normalize_memory_record
 from kernel.errors import KernelError
-from kernel.memory_checks import identifier
-from kernel.normalize_memory import normalize_memory_record
 from tests.kernel.test_memory_lifecycle import make
 
 
@@ -60,7 +60,7 @@ def test_identifier(value: Any) -> None:
 def test_timestamp(value: Any) -> None:
     for _ in range(2):  # the second time from the parser's cache
         assert outcome(lambda: NM._fast_timestamp(value, "createdAt")) == outcome(
-            lambda: N._timestamp(value, "createdAt")
+            lambda: timestamp(value, "createdAt")
         )
 
 

@@ -1,4 +1,4 @@
-"""The memory lifecycle table and reducer (``kernel.memory``): unit tests that walk the
+"""The memory lifecycle table and reducer (``kernel.memory.lifecycle``): unit tests that walk the
 table, and a hypothesis ``RuleBasedStateMachine`` driving the reducer against a
 ten-line model of the design's state machine (§9)."""
 
@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from kernel.canonical.records import normalize_memory_record
 from kernel.errors import InvalidArgument, KernelError, RevisionConflict
-from kernel.memory import (
+from kernel.memory.lifecycle import (
     COMMAND_TARGETS,
     STATES,
     TRANSITIONS,
@@ -24,7 +25,6 @@ from kernel.memory import (
     merge_replica_record,
     next_state,
 )
-from kernel.normalize import normalize_memory_record
 
 T0 = 1_788_000_000_000  # 2026-08-29T…
 
@@ -323,7 +323,7 @@ TestLifecycleMachine = LifecycleMachine.TestCase
 def test_docs_show_the_generated_diagram() -> None:
     from pathlib import Path
 
-    from kernel.memory import state_diagram
+    from kernel.memory.lifecycle import state_diagram
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "memory.md").read_text(encoding="utf-8")
     assert state_diagram() in doc

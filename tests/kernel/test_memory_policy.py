@@ -1,5 +1,5 @@
-"""Memory policy (``kernel.memory_policy``), consolidation (``kernel.memory_consolidation``)
-and the kernel service's policy gates (``kernel.memory_kernel``)."""
+"""Memory policy (``kernel.memory.policy``), consolidation (``kernel.memory.consolidation``)
+and the kernel service's policy gates (``kernel.memory.service``)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.adapters.memory_store_memory import InMemoryMemoryPort
+from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
 from kernel.errors import InvalidArgument, KernelError, ScopeDenied
-from kernel.memory_consolidation import consolidate_session
-from kernel.memory_kernel import AuthorityRegistry, MemoryKernel
-from kernel.memory_policy import (
-    SCOPE_ORDER,
-    SENSITIVITY_ORDER,
+from kernel.memory.consolidation import consolidate_session
+from kernel.memory.policy import (
     decide_supersession,
     inherited_policy,
     promote_scope,
     reinforcement_ceiling,
     source_authority,
 )
+from kernel.memory.service import AuthorityRegistry, MemoryKernel
 from kernel.ports import SummarizerFailure
+from kernel.vocabulary import SCOPE_ORDER, SENSITIVITY_ORDER
 from tests.kernel.test_memory_lifecycle import Clock, Ids, apply, make, proposal
 
 # --------------------------------------------------------------------------- supersession

@@ -1,7 +1,7 @@
 """The in-memory session port hands out private copies, whichever way it makes them.
 
 A session's items are kept with their compact JSON when parsing it gives them back exactly
-(``kernel.adapters.memory_session._frozen_copy``); a snapshot is then parsed from it, and
+(``kernel.adapters.in_memory.session._frozen_copy``); a snapshot is then parsed from it, and
 otherwise deep-copied as before. Either way a snapshot equals ``json_copy`` of the items —
 same structure, same types — and never shares state with the port.
 """
@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.adapters.memory_session import InMemorySessionPort, _frozen_copy
-from kernel.memory_ports import json_copy
+from kernel.adapters.in_memory.session import InMemorySessionPort, _frozen_copy
+from kernel.ports import json_copy
 
 _VALUES = st.recursive(
     st.none()

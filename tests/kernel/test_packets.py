@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel.errors import InvalidArgument
-from kernel.packets import (
+from kernel.packets.assembler import (
     AssembledPacket,
     AssemblyPolicy,
     ContentReference,
@@ -21,9 +21,10 @@ from kernel.packets import (
     assemble,
     content_digest,
 )
-from kernel.profiles import resolve_profile
-from kernel.tokens import cjk_estimate, utf8_bytes_estimate
-from kernel.trust import Sensitivity, SourceKind, Trust, check_sink, source_trust, tool_source_kind
+from kernel.packets.profiles import resolve_profile
+from kernel.packets.trust import SourceKind, check_sink, source_trust, tool_source_kind
+from kernel.planning.tokens import cjk_estimate, utf8_bytes_estimate
+from kernel.vocabulary import Sensitivity, Trust
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

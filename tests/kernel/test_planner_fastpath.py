@@ -1,14 +1,14 @@
 """The planner's fast paths equal the exact ones, byte for byte (key order included).
 
-* :func:`kernel.normalize_batch.context_item_batch` — the columnar validation of a
+* :func:`kernel.canonical.item_batch.context_item_batch` — the columnar validation of a
   homogeneous batch — gives the columns, item dicts and errors of the exact per-item
   ``normalize_context_item``, and is actually taken for the batches it is meant for;
-* :func:`kernel.planner.plan_context` equals the kernel's specification,
-  :func:`kernel.planner_reference.reference_plan` (the algorithm of the planner's
-  docstring on normalized dicts, digested with the exact ``kernel.digest.digest``), for
+* :func:`kernel.planning.planner.plan_context` equals the kernel's specification,
+  :func:`kernel.planning.reference.reference_plan` (the algorithm of the planner's
+  docstring on normalized dicts, digested with the exact ``kernel.canonical.digest.digest``), for
   homogeneous and mixed batches, and equals itself with the columnar path switched off;
-* :func:`kernel.normalize.identifier_collation_keys` orders as
-  :func:`~kernel.normalize.identifier_collation_key`.
+* :func:`kernel.canonical.items.identifier_collation_keys` orders as
+  :func:`~kernel.canonical.items.identifier_collation_key`.
 
 No timing here: benchmarks live in ``benchmarks/`` (``python -m benchmarks``).
 """
@@ -25,19 +25,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.workloads import plan_request
-from kernel import normalize_batch
-from kernel.errors import KernelError
-from kernel.normalize import (
+from kernel.canonical import item_batch as normalize_batch
+from kernel.canonical.item_batch import context_item_batch, normalize_context_items
+from kernel.canonical.items import (
     identifier_collation_key,
     identifier_collation_keys,
     normalize_context_item,
 )
-from kernel.normalize_batch import context_item_batch, normalize_context_items
-from kernel.partitions import KIND_PARTITION
-from kernel.planner import (
+from kernel.errors import KernelError
+from kernel.planning.partitions import KIND_PARTITION
+from kernel.planning.planner import (
     plan_context,
 )
-from kernel.planner_reference import reference_plan
+from kernel.planning.reference import reference_plan
 from tests.kernel.plan_requests import draw_plan_request
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -19,12 +19,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernel import digest as kdigest
+from kernel.canonical import digest as kdigest
+from kernel.canonical.item_batch import normalize_context_items
+from kernel.canonical.items import CONTEXT_ITEM_DOMAIN, kernel_value_digest, normalize_context_item
 from kernel.errors import ContextOverBudget, KernelError
-from kernel.normalize import CONTEXT_ITEM_DOMAIN, kernel_value_digest, normalize_context_item
-from kernel.normalize_batch import normalize_context_items
-from kernel.partitions import KIND_PARTITION
-from kernel.planner import CONTEXT_PLAN_DOMAIN, is_protected, plan_context
+from kernel.planning.partitions import KIND_PARTITION
+from kernel.planning.planner import CONTEXT_PLAN_DOMAIN, is_protected, plan_context
 from tests.kernel.plan_requests import draw_plan_request
 
 KINDS = list(KIND_PARTITION)
@@ -342,9 +342,9 @@ def test_plan_digest_profile_is_a_parameter(profile: str) -> None:
 
 
 def test_typed_api_round_trips_the_wire_plan() -> None:
-    """``kernel.plan_types.plan`` on a typed request == ``plan_context`` on its wire form."""
+    """``kernel.planning.types.plan`` on a typed request == ``plan_context`` on its wire form."""
     from kernel.contracts import ContextPlanRequest, ScopeAdmission
-    from kernel.plan_types import context_item_from_wire, plan, plan_from_wire
+    from kernel.planning.types import context_item_from_wire, plan, plan_from_wire
 
     raws = [
         {

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kernel.errors import InvalidArgument
-from kernel.profiles import (
+from kernel.packets.profiles import (
     DEFAULT_PROFILE,
     BudgetPlan,
     ProviderContextProfile,

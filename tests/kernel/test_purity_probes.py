@@ -16,11 +16,9 @@ from typing import Any
 
 import pytest
 
-from kernel import digest as kdigest
-from kernel.errors import KernelError
-from kernel.memory import Transition, apply_memory_command, transition_memory
-from kernel.normalize import MEMORY_RECORD_DOMAIN
-from kernel.normalize_memory import (
+from kernel.canonical import digest as kdigest
+from kernel.canonical.items import MEMORY_RECORD_DOMAIN
+from kernel.canonical.records import (
     TOMBSTONE_SINK,
     TOMBSTONE_SOURCE,
     memory_record_blob,
@@ -29,6 +27,8 @@ from kernel.normalize_memory import (
     tombstone_record,
     verified_memory_record,
 )
+from kernel.errors import KernelError
+from kernel.memory.lifecycle import Transition, apply_memory_command, transition_memory
 
 AT = "2026-09-01T12:00:00.000Z"
 FENCE = "fence-probe-1"
@@ -194,8 +194,8 @@ def test_a_cache_never_answers_for_an_object_that_only_compares_equal() -> None:
     """The kernel's caches take exact strings only: an object equal to a cached key (a
     ``str`` subclass with its own ``__eq__``) is answered by the uncached rule, so what
     ran before cannot change its answer."""
-    from kernel.deletion_targets import _keys_canonical, flat_plain
-    from kernel.timestamps import parse_timestamp
+    from kernel.canonical.timestamps import parse_timestamp
+    from kernel.memory.purge import _keys_canonical, flat_plain
 
     liar = _liar("zzz", "status")
     before = (_keys_canonical((liar,)), flat_plain({liar: "purged"}))
@@ -209,7 +209,7 @@ def test_a_cache_never_answers_for_an_object_that_only_compares_equal() -> None:
 def test_recall_numbers_do_not_depend_on_the_ambient_decimal_context() -> None:
     import decimal
 
-    from kernel.recall import js_to_fixed
+    from kernel.memory.recall import js_to_fixed
 
     values = [i / 7 for i in range(50)] + [0.1 + 0.2, 1 - 1e-9, 123456.0000005]
     expected = [js_to_fixed(v) for v in values]

@@ -1,4 +1,6 @@
-"""Recall pipeline, analyzer and index (kernel.recall, kernel.lexical, kernel.index).
+"""Recall pipeline, analyzer and index.
+
+(:mod:`kernel.memory.recall`, :mod:`kernel.memory.lexical`, :mod:`kernel.memory.index`.)
 
 Properties (hypothesis): recall never returns a record outside the admitted scopes or
 one whose sinks exclude the request's sink; the order is stable (input order never
@@ -17,12 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kernel.canonical.records import normalize_memory_record
 from kernel.errors import DigestMismatch, InvalidArgument, NonPortableValue
-from kernel.index import IndexCorrupt, LexicalIndex
-from kernel.lexical import compile_query, explain, lexical_relevance, tokens
-from kernel.normalize import normalize_memory_record
-from kernel.outcomes import IndexDegraded
-from kernel.recall import (
+from kernel.memory.index import IndexCorrupt, LexicalIndex
+from kernel.memory.lexical import compile_query, explain, lexical_relevance, tokens
+from kernel.memory.recall import (
     RecordIndex,
     build_index,
     estimated_tokens,
@@ -30,6 +31,7 @@ from kernel.recall import (
     rank_memory_records,
     recall_memory,
 )
+from kernel.outcomes import IndexDegraded
 from tests.kernel.recall_port import ListPort
 
 NOW = "2026-09-17T00:00:00.000Z"
@@ -430,8 +432,7 @@ def test_kd_r1_supplied_order_must_be_bound_by_the_digest() -> None:
     raw["tags"] = ["b", "アイ", "a"]  # ASCII part out of collation order; katakana: KD-R1
     with pytest.raises(NonPortableValue):
         rank_memory_records([raw], REQUEST)  # no digest: the order cannot be known
-    from kernel import digest as d
-
+    from kernel.canonical import digest as d
     good = {**raw, "tags": ["a", "b", "アイ"]}
     good["digest"] = d.digest(good, "chainlesschain.memory-record/v1", "peer")
     assert rank_memory_records([good], REQUEST)["totalCandidates"] == 1

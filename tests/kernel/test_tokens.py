@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel.errors import InvalidArgument
-from kernel.tokens import (
+from kernel.planning.tokens import (
     DEFAULT_ESTIMATOR_NAME,
     ESTIMATORS,
     cjk_estimate,

@@ -7,10 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel.errors import InvalidArgument, SinkDenied
-from kernel.trust import (
-    Sensitivity,
+from kernel.packets.trust import (
     SourceKind,
-    Trust,
     TrustLabel,
     can_be_system_policy,
     check_sink,
@@ -21,6 +19,7 @@ from kernel.trust import (
     source_trust,
     tool_source_kind,
 )
+from kernel.vocabulary import Sensitivity, Trust
 
 SINK_NAMES = [
     "provider",

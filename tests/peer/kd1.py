@@ -3,7 +3,7 @@
 
 It is read from the committed collation oracle vectors
 (``tests/vectors/collation/icu78-en-order.json``, written by Node / ICU 78.2), not from
-``kernel.collation``, so the peer tests' predicates do not depend on the code they judge;
+``kernel.canonical.collation``, so the peer tests' predicates do not depend on the code they judge;
 ``tests/kernel/test_collation.py`` proves that the kernel's alphabet is exactly this one.
 """
 

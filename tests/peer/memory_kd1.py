@@ -68,8 +68,8 @@ def kd1_substitute(value: Any) -> Any:
 def reseal(record: Any) -> Any:
     """A substituted input record with its supplied ``digest`` recomputed (the peer
     accepted the original; a record that does not normalize is returned as is)."""
+    from kernel.canonical.records import normalize_memory_record
     from kernel.errors import KernelError
-    from kernel.normalize import normalize_memory_record
 
     if not isinstance(record, Mapping) or "digest" not in record:
         return record

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from kernel.normalize import normalize_memory_record
-from kernel.recall import rank_memory_records
+from kernel.canonical.records import normalize_memory_record
+from kernel.memory.recall import rank_memory_records
 from tests.conftest import load_peer_vectors
 
 pytestmark = pytest.mark.peer

@@ -2,7 +2,7 @@
 
 Each case seeds the in-memory session port, scripts the clock, the uuid source
 and the summarizer exactly as the vectors' README describes, runs every step
-through :class:`kernel.compaction_service.CompactionKernel` (``peer`` digest
+through :class:`kernel.compaction.service.CompactionKernel` (``peer`` digest
 profile; the test doubles live in :mod:`shadow.compaction_harness`) and
 compares: receipts (byte-for-byte, digests included), error codes and the
 lifecycle the peer attaches to errors, uuids consumed, clock calls, summarizer
@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from kernel.compaction_invariants import PEER_CODES
-from kernel.compaction_service import CompactionKernel
+from kernel.compaction.invariants import PEER_CODES
+from kernel.compaction.service import CompactionKernel
 from shadow.compaction_harness import (
     ScriptedClock,
     ScriptedIds,

@@ -1,7 +1,7 @@
 """Peer conformance: ``deletion-vectors.json`` (the peer's ``ContextMemoryKernel`` with
 ``InMemoryMemoryPort``: proposeMemory, decideMemory, deleteMemory, reconcile, recallMemory).
 
-Each case builds :class:`kernel.memory_kernel.MemoryKernel` over the in-memory memory
+Each case builds :class:`kernel.memory.service.MemoryKernel` over the in-memory memory
 port with the README's test doubles (:mod:`shadow.memory_methods`: commit failures,
 projection and scripted purge ports, the content port, a fixed per-step clock,
 prefixed uuids, the authority registry) and compares, per step: the value (receipts
@@ -9,7 +9,7 @@ byte for byte, digests included) or the error's code, message and details,
 ``uuidsConsumed``, ``purgeCalls``, ``storeRevision`` and ``recordStates``; per case the
 final port state (records, events, reconciliations, store revision, content objects).
 
-Recall steps run the recall pipeline (:func:`kernel.recall.recall_memory`, peer
+Recall steps run the recall pipeline (:func:`kernel.memory.recall.recall_memory`, peer
 profile) over the same port: deleted and purged records never come back, and
 ``memoryRevision`` is the store's.
 
@@ -30,12 +30,12 @@ from typing import Any
 
 import pytest
 
-from kernel.adapters.memory_store_memory import InMemoryMemoryPort
-from kernel.adapters.sqlite_memory import SqliteMemoryPort
+from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
+from kernel.adapters.sqlite.memory_store import SqliteMemoryPort
 from kernel.errors import KernelError
-from kernel.memory_kernel import MemoryKernel
-from kernel.memory_ports import MemoryPort
-from kernel.recall import recall_memory
+from kernel.memory.recall import recall_memory
+from kernel.memory.service import MemoryKernel
+from kernel.ports import MemoryPort
 from shadow.compaction_harness import ScriptedIds
 from shadow.memory_methods import (
     FailingCommits,

@@ -5,7 +5,7 @@ Contract checked here, case by case:
 * ``value_encoding == "json"``, no normalizer, accepted by the peer: our ``peer``
   profile returns exactly the peer's ``canonical_json`` and ``digest``, or raises
   ``NonPortableValue`` — and it may refuse only when some object key lies outside the
-  portable key alphabet (``kernel.digest.peer_portable_key``). Values whose keys are
+  portable key alphabet (``kernel.canonical.digest.peer_portable_key``). Values whose keys are
   all portable must agree exactly.
 * Rejected by the peer: we raise ``InvalidArgument`` (or a subclass).
 * Normalizer cases (context-item*, memory-record*): only the digest work is checked
@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from kernel import digest as D
+from kernel.canonical import digest as D
 from kernel.errors import InvalidArgument, NonPortableValue
 from tests.conftest import peer_cases, require_case
 from tests.peer.kd1 import portable_key

@@ -1,9 +1,10 @@
 """Peer conformance: ``memory-vectors.json`` (the peer's ``createMemoryCandidate``,
 ``applyMemoryCommand`` and ``mergeReplicaRecord``).
 
-Each case builds its initial record (:func:`kernel.memory.create_memory_candidate`
+Each case builds its initial record (:func:`kernel.memory.lifecycle.create_memory_candidate`
 with the case's clock and uuid, or ``normalize_memory_record``), then runs every step
-(:func:`kernel.memory.apply_memory_command` / :func:`kernel.memory.merge_replica_record`)
+(:func:`kernel.memory.lifecycle.apply_memory_command` /
+:func:`kernel.memory.lifecycle.merge_replica_record`)
 and compares the whole result: records, events and receipts byte for byte (digests
 included), errors by code, message and details, and which copy a merge returned.
 
@@ -21,10 +22,14 @@ from typing import Any
 
 import pytest
 
+from kernel.canonical.records import normalize_memory_record
+from kernel.canonical.timestamps import iso_to_epoch_ms
 from kernel.errors import KernelError
-from kernel.memory import apply_memory_command, create_memory_candidate, merge_replica_record
-from kernel.normalize import normalize_memory_record
-from kernel.timestamps import iso_to_epoch_ms
+from kernel.memory.lifecycle import (
+    apply_memory_command,
+    create_memory_candidate,
+    merge_replica_record,
+)
 from tests.conftest import peer_cases, require_case
 from tests.peer.memory_kd1 import kd1_non_portable_collation, kd1_substitute, mask, reseal
 

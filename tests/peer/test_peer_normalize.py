@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
+from kernel.canonical.item_batch import normalize_context_items
+from kernel.canonical.items import normalize_context_item
+from kernel.canonical.records import normalize_memory_record
+from kernel.canonical.timestamps import parse_timestamp
 from kernel.errors import KernelError, NonPortableValue
-from kernel.normalize import normalize_context_item, normalize_memory_record
-from kernel.normalize_batch import normalize_context_items
-from kernel.timestamps import parse_timestamp
 from tests.conftest import peer_cases, require_case
 from tests.peer.kd1 import non_portable_set
 
@@ -98,7 +99,7 @@ _IMF_FIXDATE = re.compile(
 
 
 def exact_timestamp_form(text: str) -> bool:
-    """KD-2's complement: the timestamp forms reproduced exactly (kernel.timestamps)."""
+    """KD-2's complement: the timestamp forms reproduced exactly (kernel.canonical.timestamps)."""
     return bool(
         _DIGIT.search(text) is None
         or _ES5.fullmatch(text)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kernel.errors import KernelError, NonPortableValue
-from kernel.planner import plan_context
+from kernel.planning.planner import plan_context
 from tests.conftest import peer_cases, require_case
 from tests.peer.kd1 import non_portable_set
 from tests.peer.test_peer_normalize import exact_timestamp_form

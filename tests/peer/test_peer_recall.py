@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from kernel.errors import KernelError
-from kernel.lexical import lexical_relevance
-from kernel.recall import RecordIndex, build_index, rank_memory_records, recall_memory
+from kernel.memory.lexical import lexical_relevance
+from kernel.memory.recall import RecordIndex, build_index, rank_memory_records, recall_memory
 from tests.conftest import load_peer_vectors, peer_cases, require_case
 from tests.kernel.recall_port import ListPort
 from tests.peer.kd1 import non_portable_set
@@ -122,7 +122,7 @@ def test_records_normalize_to_the_peers_bytes() -> None:
     """Every record outside KD-R1 — non-ASCII tags and sinks included (``é``, ``β``,
     ``安全``, ``数据库``…) — normalizes to itself: the kernel sorts its sets in the peer's
     order and recomputes the peer's digest."""
-    from kernel.normalize import normalize_memory_record
+    from kernel.canonical.records import normalize_memory_record
 
     checked = 0
     for records in load_peer_vectors(RECALL)["record_sets"].values():

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kernel.timestamps import epoch_ms_to_iso, iso_to_epoch_ms
+from kernel.canonical.timestamps import epoch_ms_to_iso, iso_to_epoch_ms
 from shadow import kernel_rpc
 from tests.conftest import load_peer_vectors, peer_cases, require_case
 from tests.peer.test_peer_compaction import compare_error, documented_rule

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from kernel.planner import plan_context
+from kernel.planning.planner import plan_context
 from shadow.canonical import (
     DROP_REASONS,
     canonical_ide,
@@ -156,6 +156,6 @@ def test_memory_commands_resolve_refs() -> None:
 
 
 def test_drop_reason_vocabulary_contains_the_planner_reasons() -> None:
-    from kernel.drop_reasons import DROP_REASONS as PLANNER
+    from kernel.planning.drop_reasons import DROP_REASONS as PLANNER
 
     assert set(PLANNER) <= set(DROP_REASONS)

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from kernel.adapters.jsonl_session import JsonlSessionPort
-from kernel.adapters.sqlite_session import SqliteSessionPort
+from kernel.adapters.jsonl.session import JsonlSessionPort
+from kernel.adapters.sqlite.session import SqliteSessionPort
 from shadow import kernel_rpc
 from tests.conformance.session_harness import conversation
 from tests.conftest import load_peer_vectors

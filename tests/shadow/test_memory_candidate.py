@@ -60,7 +60,7 @@ def records(p: Projection) -> dict[str, Any]:
 
 
 def test_the_candidate_identity_names_the_memory_kernel() -> None:
-    assert KernelCandidate().identity["memory"] == "kernel.memory_kernel"
+    assert KernelCandidate().identity["memory"] == "kernel.memory.service"
 
 
 @pytest.mark.parametrize("name", MEMORY_FIXTURES)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import shadow.memory_methods  # noqa: F401  (registers the methods)
-from kernel.adapters.sqlite_memory import SqliteMemoryPort
+from kernel.adapters.sqlite.memory_store import SqliteMemoryPort
 from shadow.kernel_rpc import call
 from shadow.memory_methods import PeerContentPort
 from tests.conftest import load_peer_vectors, peer_cases, require_case

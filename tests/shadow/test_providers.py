@@ -14,8 +14,8 @@ import httpx
 import pytest
 import yaml
 
-from kernel.adapters.memory_session import InMemorySessionPort
-from kernel.compaction_service import CompactionKernel
+from kernel.adapters.in_memory.session import InMemorySessionPort
+from kernel.compaction.service import CompactionKernel
 from kernel.ports import SummarizerFailure, SummaryCancelled
 from shadow.errors import InputError, SideEffectError
 from shadow.projection import content_digest

@@ -160,7 +160,7 @@ def test_recorded_candidate_round_trip_gives_the_same_divergences(tmp_path: Path
     _, again = _report(tmp_path, "again", candidate=str(rec))
     assert again["divergences"] == live["divergences"]
     assert again["candidate"]["kind"] == "recorded"
-    assert RecordedCandidate(rec).identity["planner"] == "kernel.planner.plan_context"
+    assert RecordedCandidate(rec).identity["planner"] == "kernel.planning.planner.plan_context"
 
 
 def test_surface_filter_limits_the_run(tmp_path: Path) -> None:
