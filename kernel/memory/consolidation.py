@@ -49,6 +49,7 @@ from kernel.memory.lifecycle import (
     reject_secret_material,
 )
 from kernel.memory.policy import inherited_policy
+from kernel.vocabulary import Trust
 
 __all__ = ("ConsolidationResult", "ConsolidationSummarizer", "consolidate_session")
 
@@ -56,7 +57,8 @@ __all__ = ("ConsolidationResult", "ConsolidationSummarizer", "consolidate_sessio
 ConsolidationSummarizer = Callable[[Sequence[Mapping[str, Any]], Mapping[str, Any]], Any]
 
 CONSOLIDATION_SCOPES: Final = ("session", "agent")
-TRUSTED: Final = frozenset({"host", "verified", "user"})
+#: Messages this trusted or more are consolidated (user-authored and above, §9.1).
+TRUSTED: Final = frozenset(t.value for t in Trust if t >= Trust.USER)
 MAX_CANDIDATES: Final = 64
 MAX_SENTENCE: Final = 1000
 _REQUEST_FIELDS: Final = frozenset({"sessionId", "scope", "scopeId", "items", "maxCandidates"})
