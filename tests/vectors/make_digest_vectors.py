@@ -4,7 +4,7 @@
     python tests/vectors/make_digest_vectors.py --check  # exit 1 if it is stale
 
 The canonical text comes from the reference ``rfc8785`` package, never from
-``kernel.digest``, so ``tests/kernel/test_digest.py`` checks the kernel against an
+``kernel.canonical.digest``, so ``tests/kernel/test_digest.py`` checks the kernel against an
 independent implementation. Another language checks itself by computing, for each
 case, ``canonical`` from ``value`` and
 ``digest = "sha256:" + hex(sha256(utf8(domain + U+0000 + canonical)))``.

@@ -1,4 +1,4 @@
-"""Derive the collation-element table of ``kernel/collation.py`` from ICU (development only).
+"""Derive the collation table of ``kernel/canonical/collation.py`` from ICU (development only).
 
     python tests/vectors/collation/derive_table.py          # rewrite the two table blocks
     python tests/vectors/collation/derive_table.py --check  # exit 1 if they are stale
@@ -39,7 +39,7 @@ from pathlib import Path
 import icu  # type: ignore[import-not-found]
 
 ROOT = Path(__file__).resolve().parents[3]
-MODULE = ROOT / "kernel" / "collation.py"
+MODULE = ROOT / "kernel" / "canonical" / "collation.py"
 BLOCKS = ('_TABLE: Final = """\n', '_HAN_ORDER: Final = """\n')
 END = '"""\n'
 
@@ -121,7 +121,7 @@ def han_order() -> list[int]:
 def han_block(order: list[int]) -> str:
     """``order`` as runs "anchor + moved...": the ideographs of a longest increasing
     subsequence of ``order`` stay in code point order, each run of the others follows
-    the anchor written before it (``kernel.collation._han_ranks`` decodes it)."""
+    the anchor written before it (``kernel.canonical.collation._han_ranks`` decodes it)."""
     tails: list[int] = []
     tail_at: list[int] = []
     back = [-1] * len(order)
@@ -196,7 +196,7 @@ def main() -> int:
         end = source.index(END, start)
         if "--check" in sys.argv:
             if source[start:end] != block:
-                sys.stderr.write(f"kernel/collation.py: {begin.split(':')[0]} is stale\n")
+                sys.stderr.write(f"kernel/canonical/collation.py: {begin.split(':')[0]} is stale\n")
                 return 1
         else:
             source = source[:start] + block + source[end:]

@@ -1,4 +1,4 @@
-// Oracle vectors for kernel/collation.py: String#localeCompare(other, "en") on Node.
+// Oracle vectors for kernel/canonical/collation.py: String#localeCompare(other, "en") on Node.
 //
 //   node tests/vectors/collation/make_vectors.js > tests/vectors/collation/icu78-en-order.json
 //
