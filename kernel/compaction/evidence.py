@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 from kernel.canonical.timestamps import iso_to_epoch_ms
 from kernel.errors import ContentUnavailable, KernelError, ScopeDenied, SinkDenied
@@ -39,12 +40,13 @@ def ref_summary(policy: ContentPolicy) -> str:
     return " ".join([text, *markers])
 
 
-def policy_fingerprint(policy: ContentPolicy) -> str:
-    body = {
+def policy_wire(policy: ContentPolicy) -> dict[str, Any]:
+    """The policy as a JSON object (the store's record; sinks in the policy's order)."""
+    return {
         "scope": policy.scope,
         "scopeId": policy.scope_id,
         "sensitivity": policy.sensitivity,
-        "allowedSinks": sorted(policy.allowed_sinks),
+        "allowedSinks": list(policy.allowed_sinks),
         "mimeType": policy.mime_type,
         "summary": policy.summary,
         "truncated": policy.truncated,
@@ -52,6 +54,26 @@ def policy_fingerprint(policy: ContentPolicy) -> str:
         "requiresApproval": policy.requires_approval,
         "accessPolicy": policy.access_policy,
     }
+
+
+def policy_from_wire(value: Mapping[str, Any]) -> ContentPolicy:
+    """:func:`policy_wire`'s inverse (absent optional fields take their defaults)."""
+    return ContentPolicy(
+        scope=value["scope"],
+        scope_id=value.get("scopeId"),
+        sensitivity=value["sensitivity"],
+        allowed_sinks=tuple(value.get("allowedSinks") or ()),
+        mime_type=value.get("mimeType"),
+        summary=value.get("summary") or "Stored content",
+        truncated=bool(value.get("truncated")),
+        expires_at=value.get("expiresAt"),
+        requires_approval=bool(value.get("requiresApproval")),
+        access_policy=value.get("accessPolicy"),
+    )
+
+
+def policy_fingerprint(policy: ContentPolicy) -> str:
+    body = {**policy_wire(policy), "allowedSinks": sorted(policy.allowed_sinks)}
     raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
     return hashlib.sha256(raw).hexdigest()
 

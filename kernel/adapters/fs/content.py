@@ -45,10 +45,17 @@ import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from kernel.adapters.fs.files import read_regular
-from kernel.compaction.evidence import DIGEST_PREFIX, check_access, object_id_for, ref_summary
+from kernel.compaction.evidence import (
+    DIGEST_PREFIX,
+    check_access,
+    object_id_for,
+    policy_from_wire,
+    policy_wire,
+    ref_summary,
+)
 from kernel.errors import ContentUnavailable, DigestMismatch, InvalidArgument, StoreFailure
 from kernel.ports import (
     AccessContext,
@@ -83,36 +90,6 @@ def content_chunks(content: ContentSource, size: int) -> Iterator[bytes | memory
         if not isinstance(block, bytes | bytearray | memoryview):
             raise InvalidArgument("content chunks must be bytes", details={})
         yield block
-
-
-def _policy_wire(policy: ContentPolicy) -> dict[str, Any]:
-    return {
-        "scope": policy.scope,
-        "scopeId": policy.scope_id,
-        "sensitivity": policy.sensitivity,
-        "allowedSinks": list(policy.allowed_sinks),
-        "mimeType": policy.mime_type,
-        "summary": policy.summary,
-        "truncated": policy.truncated,
-        "expiresAt": policy.expires_at,
-        "requiresApproval": policy.requires_approval,
-        "accessPolicy": policy.access_policy,
-    }
-
-
-def _policy_from_wire(value: dict[str, Any]) -> ContentPolicy:
-    return ContentPolicy(
-        scope=value["scope"],
-        scope_id=value.get("scopeId"),
-        sensitivity=value["sensitivity"],
-        allowed_sinks=tuple(value.get("allowedSinks") or ()),
-        mime_type=value.get("mimeType"),
-        summary=value.get("summary") or "Stored content",
-        truncated=bool(value.get("truncated")),
-        expires_at=value.get("expiresAt"),
-        requires_approval=bool(value.get("requiresApproval")),
-        access_policy=value.get("accessPolicy"),
-    )
 
 
 class _Staged:
@@ -187,7 +164,7 @@ class _Files:
 
 
 def _record(policy: ContentPolicy) -> bytes:
-    return json.dumps({"policy": _policy_wire(policy)}, sort_keys=True).encode("utf-8")
+    return json.dumps({"policy": policy_wire(policy)}, sort_keys=True).encode("utf-8")
 
 
 class FsContentPort:
@@ -389,7 +366,7 @@ class FsContentPort:
                 continue
             except (OSError, ValueError) as exc:
                 raise StoreFailure("content reference is unreadable", details={}) from exc
-            return _policy_from_wire(record["policy"])
+            return policy_from_wire(record["policy"])
         raise ContentUnavailable(
             "content reference is unavailable", details={"objectId": ref.object_id}
         )
