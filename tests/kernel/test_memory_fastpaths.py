@@ -10,7 +10,7 @@
   the normaliser makes one, it cannot be changed through any view of it, and any other
   value (equal bytes included) takes the full path;
 * event, receipt and deletion-receipt digests equal the general peer digest;
-* the in-memory MemoryPort's JSON copies give back what was stored.
+* the in-memory MemoryPort's deep copies give back what was stored.
 
 (docs/adr/0005-verified-record-memo.md, docs/adr/0011-purity-by-type.md)
 """
@@ -442,7 +442,7 @@ def test_the_in_memory_port_gives_back_exactly_what_it_stored() -> None:
     assert stored is not None and math.isnan(stored["weight"]) and stored["pair"] == (1, 2)
     assert math.isinf(port.events()[0]["value"])
     port.put_reconciliation({"requestId": "r-2", "list": (3, 4)})
-    assert port.get_reconciliation("r-2") == {"requestId": "r-2", "list": [3, 4]}  # JSON array
+    assert port.get_reconciliation("r-2") == {"requestId": "r-2", "list": (3, 4)}  # a deep copy
     assert port.read("mem-1") == nxt
     assert port.list_scope("project", "project-1") == [nxt]
     assert port.list_scope("project", "project-2") == []
@@ -546,71 +546,45 @@ _JSONISH = st.recursive(
 )
 
 
-def _as_json(value: Any) -> Any:
-    """What a JSON round trip of ``value`` must give back (tuples are arrays)."""
-    if isinstance(value, dict):
-        return {key: _as_json(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_as_json(item) for item in value]
-    return value
+def _same(a: Any, b: Any) -> bool:
+    """Equal with the same types all the way down (NaN equal to NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b)
 
 
-def _non_finite(value: Any) -> bool:
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_non_finite(item) for item in value.values())
-    if isinstance(value, list | tuple):
-        return any(_non_finite(item) for item in value)
-    return False
+def _shares(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` hold one and the same dict or list anywhere."""
+
+    def mutable(value: Any) -> set[int]:
+        if isinstance(value, dict):
+            return {id(value)}.union(*(mutable(v) for v in value.values()))
+        if isinstance(value, list | tuple):
+            inner = set().union(*(mutable(v) for v in value))
+            return inner | {id(value)} if isinstance(value, list) else inner
+        return set()
+
+    return bool(mutable(a) & mutable(b))
 
 
 @settings(max_examples=500, deadline=None)
 @given(st.dictionaries(st.sampled_from(["requestId", "null", "x", "y", "z"]), _JSONISH, max_size=5))
-def test_the_store_keeps_bytes_only_when_they_give_the_value_back(value: dict[str, Any]) -> None:
-    from kernel.adapters.in_memory.memory_store import _freeze, _thaw
-
-    frozen = _freeze(value)
-    if isinstance(frozen, bytes):  # taken as JSON: exact, so nothing was non-finite
-        assert not _non_finite(value)
-        assert _thaw(frozen) == _as_json(value)
-    else:  # a deep copy keeps every float as it was
-        assert _non_finite(value) or frozen == value
-
-
-def test_a_nested_non_finite_float_beside_a_top_level_none_is_not_taken_as_json() -> None:
-    from kernel.adapters.in_memory.memory_store import _freeze
-
-    for value in (
-        {"a": None, "b": {"x": math.nan}},
-        {"a": None, "b": [math.inf]},
-        {"a": None, "b": None, "c": [-math.inf, None]},
-    ):
-        assert not isinstance(_freeze(value), bytes), value
-    for value in ({"a": None, "b": "null"}, {"a": None, "b": [None]}, {"null": None}):
-        assert isinstance(_freeze(value), bytes), value  # nulls of None only: exact JSON
-
-
-def test_the_store_keeps_its_blobs_in_allocations_of_their_own_size() -> None:
-    import tracemalloc
-
-    import orjson
-
-    from kernel.adapters.in_memory.memory_store import _exact, _freeze
-
-    value = {"requestId": "r-1", "note": "x" * 500}
-    blob = orjson.dumps(value)
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        kept = _exact(blob)
-        grown = tracemalloc.get_traced_memory()[0] - before
-        frozen = _freeze(value)
-    finally:
-        tracemalloc.stop()
-    assert kept == blob and kept is not blob
-    assert grown <= len(blob) + 128  # the bytes object's header, not a serialiser buffer
-    assert frozen == blob
+def test_the_store_gives_back_a_private_deep_copy_of_what_it_was_given(
+    value: dict[str, Any],
+) -> None:
+    port = InMemoryMemoryPort()
+    operation = {**value, "requestId": "r-1"}
+    port.put_reconciliation(operation)
+    first, second = port.get_reconciliation("r-1"), port.get_reconciliation("r-1")
+    assert _same(first, operation) and _same(second, operation)  # tuples, NaN: as given
+    assert not _shares(first, operation) and not _shares(first, second)
+    assert _same(port.reconciliations()["r-1"], operation)
 
 
 def test_the_instruction_count_harness_runs_and_restores_the_clock() -> None:

@@ -8,10 +8,13 @@ purge answers ``pending`` with ``projection_scope_mismatch``, so a deletion can 
 beyond its own record, not even through a projection).  Purging an absent entry succeeds
 (idempotent, as ``reconcile`` re-runs every target).  ``fail_next`` makes the next purge
 raise (fault injection: the deletion is ``partial`` until ``reconcile``).
+
+Naive on purpose: one plain dict per entry, the payload deep-copied in and out.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,7 +32,7 @@ class ProjectionPurgeFailed(Exception):
 class InMemoryProjectionStore:
     def __init__(self, name: str) -> None:
         self._name = name
-        self._entries: dict[str, tuple[str, str | None, Any]] = {}
+        self._entries: dict[str, dict[str, Any]] = {}
         self._failure: ProjectionPurgeFailed | None = None
 
     @property
@@ -39,15 +42,15 @@ class InMemoryProjectionStore:
     # ----------------------------------------------------------------- projection
     def put(self, record: Mapping[str, Any], payload: Any = None) -> None:
         """Project ``record`` (its scope is remembered; ``payload`` is the derived copy)."""
-        self._entries[str(record["memoryId"])] = (
-            str(record["scope"]),
-            record.get("scopeId"),
-            payload,
-        )
+        self._entries[str(record["memoryId"])] = {
+            "scope": str(record["scope"]),
+            "scopeId": record.get("scopeId"),
+            "payload": copy.deepcopy(payload),
+        }
 
     def get(self, memory_id: str) -> Any:
         entry = self._entries.get(memory_id)
-        return entry[2] if entry is not None else None
+        return copy.deepcopy(entry["payload"]) if entry is not None else None
 
     def __contains__(self, memory_id: object) -> bool:
         return memory_id in self._entries
@@ -63,12 +66,10 @@ class InMemoryProjectionStore:
         if self._failure is not None:
             failure, self._failure = self._failure, None
             raise failure
-        memory_id = request["memoryId"]
-        if type(memory_id) is not str:
-            memory_id = str(memory_id)
+        memory_id = str(request["memoryId"])
         entry = self._entries.get(memory_id)
         if entry is not None:
-            if entry[0] != request["scope"] or entry[1] != request.get("scopeId"):
+            if entry["scope"] != request["scope"] or entry["scopeId"] != request.get("scopeId"):
                 raise ProjectionPurgeFailed(
                     "projection holds the record under another scope", "projection_scope_mismatch"
                 )
