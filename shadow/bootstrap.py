@@ -11,7 +11,9 @@ choice of adapter and its lifetime.
   reads: ``mode=ro``, nothing is ever created or altered), closed afterwards;
 * :func:`seeded_memory` / :func:`fresh_memory` — the naive in-memory memory port, from a
   snapshot or empty;
-* :func:`session_store` — a SQLite or JSONL session store opened for the call.
+* :func:`session_store` — a SQLite or JSONL session store opened for the call
+  (``read_only`` for reads such as ``reconcile``: the SQLite file is opened ``mode=ro`` and
+  never created or altered; a JSONL read creates nothing either way).
 """
 
 from __future__ import annotations
@@ -52,12 +54,14 @@ def fresh_memory() -> InMemoryMemoryPort:
 
 
 @contextlib.contextmanager
-def session_store(kind: Literal["sqlite", "jsonl"], path: Path,
-                  profile: Profile) -> Iterator[SessionContextPort]:
+def session_store(kind: Literal["sqlite", "jsonl"], path: Path, profile: Profile, *,
+                  read_only: bool = False) -> Iterator[SessionContextPort]:
     """A session store for the length of one call: the SQLite file ``path``, or the
-    folder of ``<sessionId>.jsonl`` transcripts ``path``."""
+    folder of ``<sessionId>.jsonl`` transcripts ``path``.  ``read_only``: a call that only
+    reads sessions — the SQLite store is opened ``mode=ro`` (a path holding no session
+    store is ``not_found``, nothing is created; a write raises ``store_read_only``)."""
     if kind == "sqlite":
-        sqlite = SqliteSessionPort(path, profile=profile)
+        sqlite = SqliteSessionPort(path, profile=profile, read_only=read_only)
         try:
             yield sqlite
         finally:

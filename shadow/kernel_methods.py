@@ -176,9 +176,11 @@ def _summarizer(value: Any, log: list[dict[str, Any]], method: str) -> Any:
 
 @contextlib.contextmanager
 def _store(
-    params: dict[str, Any], method: str, profile: Profile, advance_to: str | None
+    params: dict[str, Any], method: str, profile: Profile, advance_to: str | None,
+    read_only: bool = False,
 ) -> Iterator[tuple[SessionContextPort, str | None]]:
-    """The port a call runs on and the session id it was seeded with (if any)."""
+    """The port a call runs on and the session id it was seeded with (if any);
+    ``read_only``: the call only reads sessions (a store is opened read-only)."""
     has_seed, has_store = "session" in params, "sessionStore" in params
     if has_seed == has_store:
         raise InputError(_where(method), "",
@@ -200,7 +202,7 @@ def _store(
         if not path.is_file():
             raise InputError(_where(method), "/sessionStore/path",
                              "an existing SQLite session store", "no such file")
-        with bootstrap.session_store("sqlite", path, profile) as sqlite:
+        with bootstrap.session_store("sqlite", path, profile, read_only=read_only) as sqlite:
             yield sqlite, None
     elif spec.get("type") == "jsonl":
         root = path.parent if path.suffix == ".jsonl" else path
@@ -208,7 +210,7 @@ def _store(
             raise InputError(_where(method), "/sessionStore/path",
                              "a directory of <sessionId>.jsonl transcripts or one of them",
                              "no such directory")
-        with bootstrap.session_store("jsonl", root, profile) as jsonl:
+        with bootstrap.session_store("jsonl", root, profile, read_only=read_only) as jsonl:
             yield jsonl, None
     else:
         raise InputError(_where(method), "/sessionStore/type", '"sqlite" or "jsonl"',
@@ -297,7 +299,7 @@ def _reconcile(params: Any) -> dict[str, Any]:
     if "operationId" not in p:
         raise InputError(_where(method), "/operationId", "an operation id", "nothing")
     profile, mode = _profile(p, method), _mode(p, method)
-    with _store(p, method, profile, None) as (port, seeded_id):
+    with _store(p, method, profile, None, read_only=True) as (port, seeded_id):  # reads only
         kernel = CompactionKernel(port, clock=_no_clock, new_id=_no_id, mode=mode,
                                   profile=profile)
         try:

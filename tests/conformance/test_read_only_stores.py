@@ -7,7 +7,11 @@
   never created).
 * a read of a JSONL session directory creates neither the directory nor a transcript nor
   a lock file, and a FIFO where a transcript is expected is refused at once;
-* a read of a filesystem content store creates none of its directories.
+* a read of a filesystem content store creates none of its directories;
+* ``reconcile`` — a read-only call — opens a SQLite session store read-only
+  (``SqliteSessionPort(read_only=True)``): a missing path, an empty, non-SQLite or foreign
+  SQLite file is ``not_found`` and keeps its bytes and its folder (no file, no table, no
+  side file); the reader refuses every write; a session writer refuses a foreign database.
 
 The read-only SQLite port also joins the MemoryPort agreement machine
 (``tests/conformance/test_memory_ports.py``): it agrees with the model after every step.
@@ -28,11 +32,13 @@ import pytest
 from kernel.adapters.fs.content import FsContentPort
 from kernel.adapters.jsonl.session import JsonlSessionPort
 from kernel.adapters.sqlite.memory_store import MemoryStoreNotFound, SqliteMemoryPort
+from kernel.adapters.sqlite.session import SessionStoreNotFound, SqliteSessionPort
 from kernel.errors import ContentUnavailable, InvalidArgument, KernelError, StoreFailure
 from kernel.memory.recall import recall_memory
 from kernel.ports import AccessContext, ContentRef, MemoryCommit
 from shadow.kernel_rpc import call
 from tests.blocking import within
+from tests.conformance.session_harness import conversation, items_for
 from tests.kernel.test_memory_lifecycle import make
 from tests.shadow.test_memory_methods import PROPOSAL
 
@@ -317,3 +323,161 @@ def test_a_writer_never_alters_a_foreign_database(tmp_path: Path) -> None:
     fresh = tmp_path / "memory.sqlite3"  # a new or empty file still becomes a store
     SqliteMemoryPort(fresh).close()
     SqliteMemoryPort(fresh).close()  # and reopens as one
+
+
+# --- SQLite sessions ------------------------------------------------------------------------
+
+SESSION = "s-ro"
+COMPACT: dict[str, Any] = {
+    "operationId": "op-ro-1",
+    "sessionId": SESSION,
+    "modelWindowTokens": 400,
+    "reservedOutputTokens": 100,
+    "safetyMarginTokens": 20,
+    "recoveryReserveTokens": 20,
+    "sink": "provider.local",
+    "scopeAdmissions": [{"scope": "session", "scopeId": SESSION}],
+    "policyVersion": "policy-1",
+    "modelProfile": "model-1",
+}
+
+
+def _session_store(path: Path) -> Path:
+    """A real session store with one session of 14 turns (written, then closed)."""
+    port = SqliteSessionPort(path)
+    try:
+        port.seed(SESSION, head="head:0", items=items_for(SESSION, conversation(14)))
+    finally:
+        port.close()
+    return path
+
+
+@pytest.mark.parametrize("wal", [False, True])
+def test_a_read_only_session_open_of_a_foreign_database_changes_nothing(
+    tmp_path: Path, wal: bool
+) -> None:
+    path = _foreign(tmp_path / "other.db", wal=wal)
+    before = _listing(tmp_path)
+    with pytest.raises(SessionStoreNotFound) as caught:
+        SqliteSessionPort(path, read_only=True)
+    assert caught.value.code == "not_found"
+    assert caught.value.details == {"reason": "no_schema"}
+    assert _listing(tmp_path) == before  # same bytes, no -wal / -shm / -journal
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]
+
+
+def test_a_memory_store_is_not_a_session_store(tmp_path: Path) -> None:
+    path = _memory_store(tmp_path / "memory.sqlite3")
+    before = _listing(tmp_path)
+    with pytest.raises(SessionStoreNotFound) as caught:
+        SqliteSessionPort(path, read_only=True)
+    assert caught.value.details == {"reason": "no_schema"}
+    assert _listing(tmp_path) == before
+
+
+@pytest.mark.parametrize("content", [None, b"", b"not a database at all\n" * 10])
+def test_a_missing_empty_or_non_sqlite_session_store_is_not_found(
+    tmp_path: Path, content: bytes | None
+) -> None:
+    path = tmp_path / "sessions.db"
+    if content is not None:
+        path.write_bytes(content)
+    before = _listing(tmp_path)
+    with pytest.raises(SessionStoreNotFound) as caught:
+        SqliteSessionPort(path, read_only=True)
+    assert caught.value.code == "not_found"
+    assert _listing(tmp_path) == before
+    assert path.exists() == (content is not None)
+
+
+def test_a_read_only_session_port_reads_a_store_and_refuses_writes(tmp_path: Path) -> None:
+    path = _session_store(tmp_path / "sessions.db")
+    writer = SqliteSessionPort(path)
+    try:
+        snapshot = writer.read_snapshot(SESSION)
+        assert snapshot is not None
+        expected = (snapshot, writer.evidence(SESSION), writer.compaction_events(SESSION))
+    finally:
+        writer.close()
+    db = path.read_bytes()
+    port = SqliteSessionPort(path, read_only=True)
+    try:
+        assert port.read_snapshot(SESSION) == expected[0]
+        assert (port.evidence(SESSION), port.compaction_events(SESSION)) == expected[1:]
+        assert port.read_snapshot("s-missing") is None and port.read_operation("op-x") is None
+        assert port.reconciliations(SESSION) == [] and port.verify(SESSION)
+        head = expected[0].head
+        item = dict(expected[0].items[0])
+        operation = {"operationId": "op-1", "sessionId": SESSION}
+        writes: list[Callable[[], Any]] = [
+            lambda: port.seed("s-2", items=[item]),
+            lambda: port.append_items(SESSION, [item], head),
+            lambda: port.append_compaction(operation, head),
+            lambda: port.append_reconciliation(operation, head),
+        ]
+        for write in writes:
+            with pytest.raises(InvalidArgument) as caught:
+                write()
+            assert caught.value.code == "store_read_only"
+    finally:
+        port.close()
+    assert path.read_bytes() == db
+
+
+def test_a_read_only_session_port_sees_a_writers_later_commits(tmp_path: Path) -> None:
+    path = _session_store(tmp_path / "sessions.db")
+    reader = SqliteSessionPort(path, read_only=True)
+    writer = SqliteSessionPort(path)
+    try:
+        head = writer.read_snapshot(SESSION).head  # type: ignore[union-attr]
+        turn = items_for(SESSION, [{"role": "user", "content": "one more"}], start=100)
+        assert writer.append_items(SESSION, turn, head).ok
+        assert reader.read_snapshot(SESSION) == writer.read_snapshot(SESSION)
+    finally:
+        writer.close()
+        reader.close()
+
+
+def test_a_session_writer_never_alters_a_foreign_database(tmp_path: Path) -> None:
+    path = _foreign(tmp_path / "app.db")
+    before = _listing(tmp_path)
+    with pytest.raises(StoreFailure) as caught:
+        SqliteSessionPort(path)
+    assert caught.value.details == {"reason": "foreign_database"}
+    assert _listing(tmp_path) == before
+    fresh = tmp_path / "sessions.db"  # a new or empty file still becomes a store
+    SqliteSessionPort(fresh).close()
+    SqliteSessionPort(fresh).close()  # and reopens as one
+
+
+@pytest.mark.parametrize("kind", ["foreign", "memory_store", "not_sqlite"])
+def test_reconcile_never_writes_into_a_file_that_is_not_a_session_store(
+    tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "other.db"
+    if kind == "foreign":
+        _foreign(path)
+    elif kind == "memory_store":
+        _memory_store(path)
+    else:
+        path.write_bytes(b"plain text, not a database\n")
+    before = _listing(tmp_path)
+    out = call("reconcile", {"sessionStore": {"type": "sqlite", "path": str(path)},
+                             "operationId": "op-1"})  # fmt: skip
+    assert out["error"]["code"] == "not_found"
+    assert _listing(tmp_path) == before
+
+
+def test_reconcile_reads_a_real_session_store_without_changing_its_bytes(tmp_path: Path) -> None:
+    path = _session_store(tmp_path / "sessions.db")
+    spec = {"type": "sqlite", "path": str(path)}
+    clock = {"mode": "fixed", "now": "2026-09-01T00:00:00.000Z"}
+    compacted = call("compact_context", {"sessionStore": spec, "request": COMPACT,
+                                         "clock": clock})  # fmt: skip
+    assert compacted["result"]["receipt"]["status"] == "committed"
+    db = path.read_bytes()
+    for operation_id, status in (("op-ro-1", "committed"), ("op-none", "not_found")):
+        out = call("reconcile", {"sessionStore": spec, "operationId": operation_id})
+        assert out["result"]["receipt"]["status"] == status
+    assert path.read_bytes() == db

@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from kernel.adapters.in_memory.session import HeadFn, session_head
-from kernel.adapters.sqlite.connection import open_wal, query, transaction
+from kernel.adapters.sqlite.connection import (
+    StoreNotFound,
+    StoreReadOnly,
+    open_read_only,
+    open_wal,
+    query,
+    transaction,
+)
 from kernel.canonical.digest import Profile
 from kernel.ports import CasResult, OperationRecord, SessionSnapshot
 
@@ -52,6 +59,13 @@ CREATE INDEX IF NOT EXISTS log_operation ON log(operation_id);
 CREATE INDEX IF NOT EXISTS log_session ON log(session_id, seq);
 """
 
+#: The tables a session store has (a read needs both).
+_TABLES = frozenset({"sessions", "log"})
+
+
+class SessionStoreNotFound(StoreNotFound):
+    """No SQLite session store at the path (read-only open; the caller's path)."""
+
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -67,10 +81,17 @@ class SqliteSessionPort:
         profile: Profile = "peer",
         head_fn: HeadFn | None = None,
         timeout: float = 60.0,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
         self._head_fn: HeadFn = head_fn or (lambda prev, d: session_head(prev, d, profile))
-        self._conn = open_wal(self.path, timeout, SCHEMA, "session store")
+        self._read_only = read_only
+        if read_only:
+            self._conn, _ = open_read_only(
+                self.path, timeout, _TABLES, "session store", SessionStoreNotFound
+            )
+        else:
+            self._conn = open_wal(self.path, timeout, SCHEMA, "session store", _TABLES)
 
     def close(self) -> None:
         self._conn.close()
@@ -82,6 +103,10 @@ class SqliteSessionPort:
     def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return query(self._conn, sql, args)
 
+    def _writable(self) -> None:
+        if self._read_only:
+            raise StoreReadOnly("the SQLite session store was opened read-only", details={})
+
     # ----------------------------------------------------------------- seeding
     def seed(
         self,
@@ -91,6 +116,7 @@ class SqliteSessionPort:
         memory_revision: int = 0,
         items: Iterable[Mapping[str, Any]] = (),
     ) -> None:
+        self._writable()
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO sessions(session_id, head, memory_revision) VALUES (?, ?, ?)",
@@ -128,6 +154,7 @@ class SqliteSessionPort:
         return SessionSnapshot(session_id, head, memory_revision, tuple(items), epoch)
 
     def append_compaction(self, event: Mapping[str, Any], expected_head: str) -> CasResult:
+        self._writable()
         operation_id = str(event.get("operationId"))
         session_id = str(event.get("sessionId"))
         body = _dumps(dict(event))
@@ -157,6 +184,7 @@ class SqliteSessionPort:
         return CasResult(ok=True, new_head=new_head)
 
     def append_reconciliation(self, receipt: Mapping[str, Any], expected_head: str) -> CasResult:
+        self._writable()
         session_id = str(receipt.get("sessionId"))
         with self._tx() as conn:
             row = conn.execute(
@@ -205,6 +233,7 @@ class SqliteSessionPort:
     def append_items(
         self, session_id: str, items: Iterable[Mapping[str, Any]], expected_head: str | None = None
     ) -> CasResult:
+        self._writable()
         with self._tx() as conn:
             row = conn.execute(
                 "SELECT head FROM sessions WHERE session_id = ?", (session_id,)
