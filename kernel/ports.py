@@ -1,7 +1,11 @@
 """Ports (design 108 §11): the kernel's view of storage and providers.
 
 Adapters in ``kernel/adapters/`` (and in ``shadow/``) implement these
-Protocols; one conformance suite runs over every adapter.  Ports are
+Protocols; one conformance suite per Protocol runs over every adapter
+(``tests/conformance/``: ``test_session_ports.py``, ``test_content_port.py``,
+``test_memory_ports.py``, ``test_purge_ports.py``).  Every method the kernel and the
+shadow shell call on a port is declared here; an adapter's other methods (``seed``,
+``close``, test hooks) are for its owner, never called through the Protocol.  Ports are
 synchronous; values crossing them are plain JSON mappings (ContextItems,
 compaction events, receipts) or the frozen values below.
 

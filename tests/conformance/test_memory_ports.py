@@ -25,10 +25,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
+from kernel.adapters.in_memory.projection import InMemoryProjectionStore
 from kernel.adapters.sqlite.memory_store import SqliteMemoryPort
 from kernel.errors import InvalidArgument
 from kernel.memory.conflicts import record_conflict
 from kernel.memory.lifecycle import COMMAND_TARGETS, TRANSITIONS, apply_memory_command
+from kernel.memory.service import MemoryKernel
 from kernel.ports import MemoryCommit, MemoryPort, PurgePort
 from tests.kernel.test_memory_lifecycle import Clock, Ids, make
 
@@ -96,6 +98,37 @@ def test_cas_commit(port: MemoryPort) -> None:
     assert port.read("mem-1") == nxt
     assert port.get_reconciliation("r-1") == {"requestId": "r-1", "state": "x"}
     assert [e["revision"] for e in port.events("mem-1")] == [1, 2]
+
+
+def test_events_are_listed_under_the_record_they_were_committed_with(port: MemoryPort) -> None:
+    record = make(memoryId="mem-1")
+    assert port.commit(MemoryCommit(record, {"eventId": "e-1"}), 0).ok  # names no memoryId
+    other = make(memoryId="mem-2")
+    assert port.commit(MemoryCommit(other, {"eventId": "e-2", "memoryId": "mem-1"}), 0).ok
+    assert [e["eventId"] for e in port.events("mem-1")] == ["e-1"]
+    assert [e["eventId"] for e in port.events("mem-2")] == ["e-2"]
+    assert [e["eventId"] for e in port.events()] == ["e-1", "e-2"]
+
+
+def test_the_store_name_is_the_one_a_deletion_receipt_names(port: MemoryPort) -> None:
+    assert isinstance(port.name, str) and port.name
+    record = make(memoryId="mem-1", scope="user", scopeId="user-1", activate=True)
+    assert port.commit(MemoryCommit(record, event_for(record)), 0).ok
+    index = InMemoryProjectionStore("index")
+    index.put(record, ("tokens",))
+    counter = iter(range(1, 100))
+    kernel = MemoryKernel(memory_port=port, clock=lambda: 1_787_227_200_000,
+                          new_id=lambda: f"id-{next(counter)}", purge_ports=[index])  # fmt: skip
+    receipt = kernel.delete_memory({
+        "requestId": "del-1", "subject": "user-1", "scope": "user", "scopeId": "user-1",
+        "selector": "memory:mem-1", "memoryId": "mem-1", "expectedRevision": 1,
+        "fence": "fence-1", "authority": "privacy.officer",
+    })  # fmt: skip
+    assert receipt["status"] == "purged"
+    assert [s["store"] for s in receipt["stores"]] == [port.name, "index"]
+    assert "mem-1" not in index
+    stored = port.read("mem-1")
+    assert stored is not None and stored["state"] == "purged"
 
 
 def test_commit_refuses_revision_jumps(port: MemoryPort) -> None:

@@ -40,7 +40,8 @@ class InMemoryMemoryPort:
         self._name = name
         self._records: dict[str, dict[str, Any]] = {}
         self._by_scope: dict[tuple[str, str | None], set[str]] = {}
-        self._events: list[dict[str, Any]] = []
+        #: ``(memoryId of the committed record, event)``, oldest first
+        self._events: list[tuple[str | None, dict[str, Any]]] = []
         self._reconciliations: dict[str, dict[str, Any]] = {}
         #: ``(store revision, record)`` per commit, oldest first (records never mutated)
         self._changes: list[tuple[int, dict[str, Any]]] = []
@@ -91,7 +92,7 @@ class InMemoryMemoryPort:
         operation = commit.reconciliation
         stored_operation = json_copy(dict(operation)) if operation is not None else None
         self._place(record)
-        self._events.append(event)
+        self._events.append((memory_id, event))
         if stored_operation is not None:
             self._reconciliations[str(stored_operation["requestId"])] = stored_operation
         self._revision += 1
@@ -120,8 +121,8 @@ class InMemoryMemoryPort:
     def events(self, memory_id: str | None = None) -> list[dict[str, Any]]:
         return [
             json_copy(event)
-            for event in self._events
-            if memory_id is None or event.get("memoryId") == memory_id
+            for owner, event in self._events
+            if memory_id is None or owner == memory_id
         ]
 
     def get_reconciliation(self, request_id: str) -> dict[str, Any] | None:
@@ -180,7 +181,9 @@ class InMemoryMemoryPort:
         port = cls(name=name)
         for raw in snapshot.get("records") or ():
             port._place(normalize_memory_record(raw))
-        port._events = [json_copy(dict(e)) for e in snapshot.get("events") or ()]
+        port._events = [  # a snapshot's events name their record themselves
+            (e.get("memoryId"), json_copy(dict(e))) for e in snapshot.get("events") or ()
+        ]
         port._reconciliations = {
             str(k): json_copy(dict(v)) for k, v in (snapshot.get("reconciliations") or {}).items()
         }
