@@ -1,37 +1,36 @@
-"""Fast paths for planning many ContextItems: batch normalisation and kernel-built digests.
+"""Many ContextItems at once: the planner's columnar fast path (design 108 §18).
 
 Planning re-normalises and re-digests every candidate item (design 108 §18 forbids
-skipping the digest check), so per-item overhead dominates a 10,000-item plan.  Two
-fast paths keep it low without changing a single output byte:
+skipping the digest check), so per-item overhead dominates a 10,000-item plan.
+:func:`context_item_batch` (what the planner and compaction use) has the shape of
+:mod:`kernel.canonical.digest`'s fast paths — a gate, the exact fallback, a property
+proof of equality, a test that the benchmark's shapes take it:
 
-* :func:`normalize_context_items` validates a list of raw items optimistically —
-  identifiers checked by one regex over all of them, timestamps through a memo of the call,
-  enumerations by set lookup — and builds exactly the dicts
-  :func:`kernel.canonical.items.normalize_context_item` builds.  On *any* anomaly (an
-  invalid field, an unusual but valid form such as ``5.0`` for ``5``, a supplied digest
-  that differs) it discards its work and runs the exact per-item path from the first
-  item, so errors are the exact path's errors, reported in the peer's order.
-* :func:`kernel_value_digest` digests a value the kernel built itself — dict keys drawn
-  from the fixed key sets below, strings, safe integers and booleans, no floats — as
-  ``sha256(domain + "\\0" + encoder(value, sort_keys=True))`` with the encoder
-  ``kernel.canonical.digest`` uses for its own fast paths.  For these key sets byte order equals
-  both the peer's ``localeCompare("en")`` order and RFC 8785's UTF-16 order (checked at
-  import against ``kernel.canonical.digest.peer_key_order``; if it ever differs, or the encoder
-  is missing, or a string holds a lone surrogate, the call goes to
-  ``kernel.canonical.digest.digest``).  ``tests/kernel/test_planner_properties.py`` checks
-  equality with ``kernel.canonical.digest.digest`` for both profiles.
-* :func:`context_item_batch` (what the planner uses) goes one step further for a
-  *homogeneous* batch — every item with the same key set, and likewise every
-  ``sourceRef`` and every ``provenance`` — and validates column by column: one
-  ``itemgetter`` pass extracts the fields, exact ``type`` checks, set lookups and
-  ``min``/``max`` run in C, distinct timestamps and sink lists are parsed once.  The
-  digests are computed from the input dicts themselves (a shallow copy without
-  ``digest``, with normalised values put in where the input's differ): every key and
-  value of those dicts is then exactly what the normalized item holds, so the
-  canonical bytes are the same.  Normalized item dicts are built only on demand
-  (:meth:`ItemBatch.item`), i.e. for the items a plan selects.  Anything else takes
-  the per-item paths above.  ``tests/kernel/test_planner_fastpath.py`` checks the
-  columns, the built dicts (key order included) and the plans against the exact path.
+* **The gate** is :func:`_columnar`: it validates the batch column by column and returns
+  ``None`` (declines) unless every item is a plain ``dict`` of exactly typed values that
+  the exact path would accept unchanged or normalise in a way reproduced here.  Items
+  need not share a key set: an optional field (``scopeId``, ``expiresAt``, ``binding``,
+  ``digest``, ``content`` / ``contentRef``, optional ``sourceRef`` / ``provenance``
+  fields) may be present on some items only (:class:`_Table`).  Each column is checked
+  by exact ``type`` counts, set lookups and ``min``/``max``; identifiers by one regex over
+  all of them; distinct timestamps and sink lists are parsed once, by the exact checks.
+  A refusal by an exact check (:class:`~kernel.errors.InvalidArgument`, the check
+  family's only refusal) is a decline, never an error of the fast path; nothing else is
+  caught, so a bug in the fast path surfaces as itself.
+* **The exact fallback** is :func:`kernel.canonical.items.normalize_context_item` on every
+  item, from the first one: errors are the exact path's own, reported in the peer's order.
+* **Digests** are computed from the input dicts themselves (a shallow copy without
+  ``digest``, with normalised values put in where the input's differ): every key and value
+  of those dicts is then exactly what the normalized item holds, and the item key sets
+  sort canonically (:data:`kernel.canonical.items.ITEM_KEYS`), so one encoder call with
+  sorted keys gives every item's canonical bytes, split at the item boundaries.
+* Normalized item dicts are built on demand (:meth:`ItemBatch.item`), e.g. for the
+  items a plan selects.
+
+``tests/kernel/test_planner_fastpath.py`` holds the columns, the built dicts (key order
+included), the errors and the plans equal to the exact path on generated batches
+(homogeneous and with optional fields), and checks that the benchmark workloads' batches
+(plan, and compaction's snapshot and selection) pass the gate.
 """
 
 from __future__ import annotations
@@ -39,31 +38,26 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, repeat
 from operator import countOf, itemgetter
-from typing import Any, Final
+from types import MappingProxyType
+from typing import Any, Final, TypeVar
 
 from kernel.canonical import digest as _digest
-from kernel.canonical.checks import (
-    bounded_string,
-    timestamp,
-)
+from kernel.canonical.checks import bounded_string, timestamp
 from kernel.canonical.items import (
     _DIGEST,
     _ITEM_FIELDS,
     _KIND_SET,
-    _PROVENANCE_FIELDS,
-    _SOURCE_REF_FIELDS,
     CONTEXT_ITEM_DOMAIN,
-    ITEM_KEYS_CANONICAL,
+    ITEM_KEYS,
     _binding,
     _content_ref,
-    _provenance,
-    _source_ref,
     _string_set,
     normalize_context_item,
 )
+from kernel.errors import InvalidArgument
 from kernel.vocabulary import (
     MAX_SAFE_INTEGER,
     SCOPE_ID_REQUIRED,
@@ -73,6 +67,8 @@ from kernel.vocabulary import (
 
 __all__ = ("ItemBatch", "context_item_batch", "normalize_context_items")
 
+_T = TypeVar("_T")
+
 _ENCODE = _digest.ENCODERS.get("orjson")
 _PREFIX: Final = _digest.DIGEST_PREFIX
 _ITEM_DOMAIN: Final = CONTEXT_ITEM_DOMAIN.encode("utf-8") + b"\x00"
@@ -80,209 +76,24 @@ _ITEM_HEAD: Final = b'{"allowedSinks":['
 _ITEM_SPLIT: Final = b',{"allowedSinks":['
 _LIST_HEAD: Final = b'[{"allowedSinks":['
 
-
-# --- batch normalisation ------------------------------------------------------------------
-
 _ID_LIST = re.compile(
     r"(?:[A-Za-z0-9][A-Za-z0-9._:/-]{0,159}\n)*[A-Za-z0-9][A-Za-z0-9._:/-]{0,159}"
 )
-# The memos below belong to one call (created by :func:`_fast_items`, dropped when it
-# returns): a batch repeats a few timestamps and sink lists, and no answer outlives it.
-
-
-def _ts(raw: str, field: str, memo: dict[str, str]) -> str:
-    """``timestamp(raw, field)`` for an exact ``str``, remembered in the call's ``memo``."""
-    iso = memo[raw] = timestamp(raw, field)  # raises on anything invalid
-    return iso
-
-
-def _sinks(raw: list[Any], memo: dict[tuple[str, ...], tuple[str, ...]]) -> list[str]:
-    if countOf(map(type, raw), str) != len(raw):
-        raise TypeError("allowedSinks: exact path")  # the memo is keyed by equality
-    key = tuple(raw)
-    hit = memo.get(key)
-    if hit is None:
-        hit = memo[key] = tuple(_string_set(raw, "allowedSinks", 1, 128, 128))
-    return list(hit)
-
-
-def _fast_items(raws: Sequence[Any]) -> list[dict[str, Any]] | None:
-    """Optimistic normalisation of every item, or ``None`` on any doubt."""
-    ids: list[str] = []
-    add_ids = ids.extend
-    outs: list[dict[str, Any]] = []
-    add_out = outs.append
-    supplied: list[Any] = []
-    add_supplied = supplied.append
-    ts_memo: dict[str, str] = {}
-    ts_get = ts_memo.get
-    sinks_memo: dict[tuple[str, ...], tuple[str, ...]] = {}
-    kinds, trusts, sensitivities, scoped = _KIND_SET, TRUST, SENSITIVITY, SCOPE_ID_REQUIRED
-    item_fields, src_fields, prov_fields = _ITEM_FIELDS, _SOURCE_REF_FIELDS, _PROVENANCE_FIELDS
-    absent = _ABSENT
-    try:
-        for v in raws:
-            if type(v) is not dict or not item_fields.issuperset(v):
-                return None
-            sv = v["schemaVersion"]
-            kind = v["kind"]
-            trust = v["trust"]
-            sensitivity = v["sensitivity"]
-            if (
-                type(sv) is not int
-                or sv != 1
-                or type(kind) is not str
-                or type(trust) is not str
-                or type(sensitivity) is not str
-                or kind not in kinds
-                or trust not in trusts
-                or sensitivity not in sensitivities
-                or ("content" in v) == ("contentRef" in v)
-            ):
-                return None
-            item_id = v["itemId"]
-            scope = v["scope"]
-            sr = v["sourceRef"]
-            pv = v["provenance"]
-            if (
-                type(sr) is not dict
-                or type(pv) is not dict
-                or type(scope) is not str
-                or not prov_fields.issuperset(pv)
-            ):
-                return None
-            store = sr["store"]
-            sid = sr["id"]
-            source = pv["source"]
-            if len(sr) == 2:
-                src: dict[str, Any] = {"store": store, "id": sid}
-            elif (
-                len(sr) == 3
-                and type(seq := sr.get("eventSequence")) is int
-                and 0 <= seq <= MAX_SAFE_INTEGER
-            ):
-                src = {"store": store, "id": sid, "eventSequence": seq}
-            elif src_fields.issuperset(sr):
-                src = _source_ref(sr)
-            else:
-                return None
-            observed = pv["observedAt"]
-            if type(observed) is not str:
-                return None
-            observed_iso = ts_get(observed) or _ts(observed, "provenance.observedAt", ts_memo)
-            n_prov = len(pv)
-            if n_prov == 2:
-                prov: dict[str, Any] = {"source": source, "observedAt": observed_iso}
-            elif n_prov == 3 and "actor" in pv:
-                actor = pv["actor"]
-                add_ids((actor,))
-                prov = {"source": source, "actor": actor, "observedAt": observed_iso}
-            else:
-                prov = _provenance(pv)
-            sinks = v["allowedSinks"]
-            if type(sinks) is not list:
-                return None
-            if len(sinks) == 1 and type(s0 := sinks[0]) is str and 0 < len(s0) <= 64:
-                sinks_out = [s0]
-            else:
-                sinks_out = _sinks(sinks, sinks_memo)
-            tokens = v["tokenEstimate"]
-            priority = v["priority"]
-            pinned = v["pinned"]
-            if (
-                type(tokens) is not int
-                or not 1 <= tokens <= 16_777_216
-                or type(priority) is not int
-                or not 0 <= priority <= 1_000_000
-                or (pinned is not True and pinned is not False)
-            ):
-                return None
-            created = v["createdAt"]
-            if type(created) is not str:
-                return None
-            created_iso = ts_get(created) or _ts(created, "createdAt", ts_memo)
-            if scope in scoped:
-                scope_id = v["scopeId"]
-                add_ids((item_id, scope_id, store, sid, source))
-                out: dict[str, Any] = {
-                    "schemaVersion": 1,
-                    "itemId": item_id,
-                    "kind": kind,
-                    "scope": scope,
-                    "scopeId": scope_id,
-                    "sourceRef": src,
-                    "provenance": prov,
-                    "trust": trust,
-                    "sensitivity": sensitivity,
-                    "allowedSinks": sinks_out,
-                    "tokenEstimate": tokens,
-                    "priority": priority,
-                    "pinned": pinned,
-                    "createdAt": created_iso,
-                }
-            elif scope == "global" and v.get("scopeId") is None:
-                add_ids((item_id, store, sid, source))
-                out = {
-                    "schemaVersion": 1,
-                    "itemId": item_id,
-                    "kind": kind,
-                    "scope": scope,
-                    "sourceRef": src,
-                    "provenance": prov,
-                    "trust": trust,
-                    "sensitivity": sensitivity,
-                    "allowedSinks": sinks_out,
-                    "tokenEstimate": tokens,
-                    "priority": priority,
-                    "pinned": pinned,
-                    "createdAt": created_iso,
-                }
-            else:
-                return None
-            if "expiresAt" in v:
-                expires = v["expiresAt"]
-                if type(expires) is not str:
-                    return None
-                out["expiresAt"] = ts_get(expires) or _ts(expires, "expiresAt", ts_memo)
-            if "binding" in v:
-                out["binding"] = _binding(v["binding"])
-            if "content" in v:
-                content = v["content"]
-                if type(content) is not str or len(content) > 2_097_152:
-                    return None
-                out["content"] = content
-            else:
-                out["contentRef"] = _content_ref(v["contentRef"])
-            add_out(out)
-            add_supplied(v.get("digest", absent))
-        if ids:
-            if countOf(map(type, ids), str) != len(ids):
-                return None  # (join would take str subclasses)
-            joined = "\n".join(ids)
-            if joined.count("\n") != len(ids) - 1 or _ID_LIST.fullmatch(joined) is None:
-                return None
-        digests = _item_digests(outs)
-        if digests is None:
-            return None
-        for out, digest, given in zip(outs, digests, supplied, strict=True):
-            if given is not absent and (type(given) is not str or given != digest):
-                return None  # a malformed or different digest: the exact path reports it
-            out["digest"] = digest
-    except Exception:  # any doubt: the exact path decides (and raises the right error)
-        return None
-    return outs
-
-
-_ABSENT: Any = object()
 
 
 def _item_digests(outs: list[dict[str, Any]]) -> list[str] | None:
     """Peer digests of normalized items: one encoder call for the whole batch, split at
     the item boundaries (every item's canonical JSON starts with ``{"allowedSinks":[``
-    and a raw ``"`` only ever appears as JSON structure, never inside a string)."""
-    if not ITEM_KEYS_CANONICAL or _ENCODE is None or not outs:
+    and a raw ``"`` only ever appears as JSON structure, never inside a string).
+    ``None`` when that cannot be shown: no proof that the item keys sort canonically, no
+    ``orjson``, or the encoder refuses a value (a lone surrogate: the exact path escapes
+    it under the peer profile and refuses it under JCS)."""
+    if ITEM_KEYS is None or _ENCODE is None or not outs:
         return None
-    body = _ENCODE(outs, True)
+    try:
+        body = _ENCODE(outs, True)
+    except (TypeError, ValueError):  # orjson.JSONEncodeError: the encoder's refusal only
+        return None
     parts = body.split(_ITEM_SPLIT)  # (no body[1:-1]: a copy of the whole body)
     if (
         len(parts) != len(outs)
@@ -333,7 +144,7 @@ class ItemBatch:
 
 
 def _batch_from_items(items: list[dict[str, Any]]) -> ItemBatch:
-    """Columns of already normalized items (the per-item paths)."""
+    """Columns of already normalized items (the exact path)."""
     max_seq = MAX_SAFE_INTEGER
     return ItemBatch(
         ids=[i["itemId"] for i in items],
@@ -355,7 +166,32 @@ def _batch_from_items(items: list[dict[str, Any]]) -> ItemBatch:
     )
 
 
-_REQUIRED: Final = _ITEM_FIELDS - {
+#: The exact type of every field the columnar path takes (a subclass, a ``5.0`` for ``5``
+#: or a ``None`` scopeId is left to the exact path); the keys are the fields it knows.
+_ITEM_TYPES: Final[Mapping[str, type]] = MappingProxyType(
+    {
+        "schemaVersion": int,
+        "itemId": str,
+        "kind": str,
+        "scope": str,
+        "scopeId": str,
+        "sourceRef": dict,
+        "provenance": dict,
+        "trust": str,
+        "sensitivity": str,
+        "allowedSinks": list,
+        "tokenEstimate": int,
+        "priority": int,
+        "pinned": bool,
+        "createdAt": str,
+        "expiresAt": str,
+        "binding": dict,
+        "content": str,
+        "contentRef": dict,
+        "digest": str,
+    }
+)
+_ITEM_REQUIRED: Final = _ITEM_FIELDS - {
     "scopeId",
     "expiresAt",
     "digest",
@@ -363,163 +199,272 @@ _REQUIRED: Final = _ITEM_FIELDS - {
     "content",
     "contentRef",
 }
+_SOURCE_TYPES: Final[Mapping[str, type]] = MappingProxyType(
+    {"store": str, "id": str, "revision": int, "eventSequence": int, "digest": str, "uri": str}
+)
 _SOURCE_REQUIRED: Final = frozenset({"store", "id"})
 _SOURCE_ORDER: Final = ("store", "id", "revision", "eventSequence", "digest", "uri")
-_PROVENANCE_FAST: Final = frozenset({"source", "actor", "observedAt", "degraded"})
+#: ``parentDigests`` is left to the exact path.
+_PROVENANCE_TYPES: Final[Mapping[str, type]] = MappingProxyType(
+    {"source": str, "actor": str, "observedAt": str, "degraded": bool}
+)
 _PROVENANCE_REQUIRED: Final = frozenset({"source", "observedAt"})
 
+#: Marks a field a row lacks in a column of a :class:`_Table`.
+_ABSENT: Final[Any] = object()
 
-def _columns(
-    dicts: Sequence[Any], allowed: frozenset[str], required: frozenset[str]
-) -> dict[str, tuple[Any, ...]] | None:
-    """``{key: column}`` when every entry is a plain dict with one and the same key
-    set (inside ``allowed``, holding ``required``); else ``None`` (or ``KeyError``)."""
-    if set(map(type, dicts)) != {dict}:
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Table:
+    """Plain dicts as columns.  ``columns[key]`` holds every row's value, ``_ABSENT``
+    where a row lacks ``key``; ``partial`` names the keys some rows lack.  Every present
+    value is exactly of its field's type."""
+
+    columns: Mapping[str, tuple[Any, ...]]
+    partial: frozenset[str]
+
+    def values(self, key: str) -> Sequence[Any]:
+        """The values of the rows that have ``key``."""
+        column = self.columns.get(key, ())
+        if key in self.partial:
+            return [v for v in column if v is not _ABSENT]
+        return column
+
+    def optional(self, key: str, default: Any) -> Sequence[Any] | None:
+        """``key``'s column with ``default`` for the rows that lack it; ``None`` when no
+        row has it."""
+        column = self.columns.get(key)
+        if column is None or key not in self.partial:
+            return column
+        return [default if v is _ABSENT else v for v in column]
+
+
+def _table(
+    rows: Sequence[Any], types: Mapping[str, type], required: frozenset[str]
+) -> _Table | None:
+    """``rows`` as a :class:`_Table` when every row is an exact ``dict`` whose keys are
+    fields of ``types`` including ``required``, each value exactly of its field's type;
+    else ``None``.  The first row's keys are read for every row; a key only later rows
+    have is found by counting keys (``sum`` of the row lengths), so a batch sharing one
+    key set is read in one pass per field."""
+    n = len(rows)
+    if not n or countOf(map(type, rows), dict) != n:
         return None
-    keys = tuple(dicts[0])
-    if not (required.issubset(keys) and allowed.issuperset(keys)):
+    first = tuple(rows[0])
+    if not required.issubset(first) or not all(key in types for key in first):
         return None
-    if set(map(len, dicts)) != {len(keys)}:
-        return None  # same length and all of the first one's keys: same key set
+    get = dict.get
+    columns = {key: tuple(map(get, rows, repeat(key), repeat(_ABSENT))) for key in first}
+    absent: dict[str, int] = {}
+    present = n * len(first)
+    for key in first:
+        if key not in required and (missing := countOf(columns[key], _ABSENT)):
+            absent[key] = missing
+            present -= missing
+    # A row lacking a required key fails its column's type count below.
+    if present != sum(map(len, rows)):  # some row has a key the first one lacks
+        extra = set().union(*rows).difference(first)
+        if not all(key in types for key in extra):
+            return None
+        for key in extra:
+            columns[key] = column = tuple(map(get, rows, repeat(key), repeat(_ABSENT)))
+            absent[key] = countOf(column, _ABSENT)
+    for key, column in columns.items():
+        if countOf(map(type, column), types[key]) != n - absent.get(key, 0):
+            return None
     # Tuples: the collector stops tracking a tuple of strings and ints, lists it keeps
     # traversing while the plan is built.
-    return {key: tuple(map(itemgetter(key), dicts)) for key in keys}
+    return _Table(columns, frozenset(absent))
 
 
-def _all(columns: Sequence[Sequence[Any]], kind: type) -> bool:
-    """Every value of every column is exactly of type ``kind`` (no subclass)."""
-    return countOf(map(type, chain.from_iterable(columns)), kind) == sum(map(len, columns))
+def _checked(check: Callable[[Any], _T], values: Iterable[Any]) -> list[_T] | None:
+    """``[check(v) for v in values]`` with one of the exact checks, or ``None`` when it
+    refuses a value: the batch is declined and the exact path reports that refusal, in
+    the peer's order.  Only the check family's refusal is caught."""
+    try:
+        return [check(value) for value in values]
+    except InvalidArgument:
+        return None
 
 
-def _iso(column: Sequence[str], field: str) -> tuple[Sequence[str], bool]:
-    """Normalised timestamps of a column (each distinct value parsed once) and whether
-    any differs from its input."""
-    memo = {raw: timestamp(raw, field) for raw in set(column)}
-    if all(raw == iso for raw, iso in memo.items()):
-        return column, False
-    return [memo[raw] for raw in column], True
+def _iso(
+    values: Sequence[str], field: str
+) -> tuple[dict[str, str], bool] | None:
+    """``{raw: normalised}`` for the distinct timestamps of a column (each parsed once by
+    the exact check) and whether any differs from its input; ``None`` on a refusal."""
+    distinct = list(set(values))
+    parsed = _checked(lambda raw: timestamp(raw, field), distinct)
+    if parsed is None:
+        return None
+    memo = dict(zip(distinct, parsed, strict=True))
+    return memo, any(raw != iso for raw, iso in memo.items())
+
+
+def _put(rows: list[dict[str, Any]], key: str, values: Sequence[Any]) -> None:
+    """``rows[i][key] = values[i]``, except where ``values[i]`` is ``_ABSENT``."""
+    if _ABSENT in values:
+        for row, value in zip(rows, values, strict=True):
+            if value is not _ABSENT:
+                row[key] = value
+    else:
+        for _ in map(dict.__setitem__, rows, repeat(key), values):
+            pass
+
+
+def _exactly_one(table: _Table, a: str, b: str) -> bool:
+    """Every row has exactly one of the fields ``a`` and ``b``."""
+    col_a, col_b = table.columns.get(a), table.columns.get(b)
+    if col_a is None or col_b is None:
+        only = a if col_b is None else b
+        return only in table.columns and only not in table.partial
+    return all((x is _ABSENT) != (y is _ABSENT) for x, y in zip(col_a, col_b, strict=True))
+
+
+def _scope_ids(table: _Table, scopes: Sequence[str]) -> Sequence[str | None] | None:
+    """Each item's ``scopeId`` (``None`` for ``global``) when every scope that needs one
+    has one and ``global`` has none; else ``None``."""
+    column = table.columns.get("scopeId")
+    if column is None:
+        return (None,) * len(scopes) if set(scopes) == {"global"} else None
+    if "scopeId" not in table.partial:
+        return column if set(scopes) <= SCOPE_ID_REQUIRED else None
+    needs = SCOPE_ID_REQUIRED
+    for scope, scope_id in zip(scopes, column, strict=True):
+        if not (scope in needs if scope_id is not _ABSENT else scope == "global"):
+            return None
+    return [None if s is _ABSENT else s for s in column]
 
 
 def _columnar(raws: list[Any]) -> ItemBatch | None:
-    """The homogeneous-batch fast path (module docstring), or ``None`` on any doubt;
-    may also raise (the caller treats that as doubt too)."""
+    """The gate and the columnar fast path (module docstring): the batch as columns, or
+    ``None`` when it is not shown to be exactly what the exact path would build."""
     n = len(raws)
-    cols = _columns(raws, _ITEM_FIELDS, _REQUIRED) if n else None
-    if cols is None or ("content" in cols) == ("contentRef" in cols):
+    table = _table(raws, _ITEM_TYPES, _ITEM_REQUIRED)
+    if table is None or not _exactly_one(table, "content", "contentRef"):
         return None
+    cols = table.columns
     col = cols.__getitem__
-    ids, kinds, scopes, trusts = col("itemId"), col("kind"), col("scope"), col("trust")
-    src = _columns(col("sourceRef"), _SOURCE_REF_FIELDS, _SOURCE_REQUIRED)
-    prov = _columns(col("provenance"), _PROVENANCE_FAST, _PROVENANCE_REQUIRED)
-    raw_sinks = col("allowedSinks")
-    if src is None or prov is None or set(map(type, raw_sinks)) != {list}:
+    src = _table(col("sourceRef"), _SOURCE_TYPES, _SOURCE_REQUIRED)
+    prov = _table(col("provenance"), _PROVENANCE_TYPES, _PROVENANCE_REQUIRED)
+    if src is None or prov is None:
         return None
-    single = set(map(len, raw_sinks)) == {1}
-    firsts = tuple(map(itemgetter(0), raw_sinks)) if single else ()
-    strings = [ids, kinds, scopes, trusts, col("sensitivity"), col("createdAt"), firsts]
-    strings += [cols[k] for k in ("scopeId", "expiresAt", "digest", "content") if k in cols]
-    strings += [src[k] for k in ("store", "id", "digest", "uri") if k in src]
-    strings += [prov[k] for k in ("source", "actor", "observedAt") if k in prov]
-    integers = [col("schemaVersion"), col("tokenEstimate"), col("priority")]
-    integers += [src[k] for k in ("revision", "eventSequence") if k in src]
-    flags = [col("pinned"), *([prov["degraded"]] if "degraded" in prov else [])]
-    if not (_all(strings, str) and _all(integers, int) and _all(flags, bool)):
-        return None  # exact types only: subclasses and 5.0-for-5 take the exact path
-    tokens, priorities = col("tokenEstimate"), col("priority")
+    ids, kinds, scopes, trusts = col("itemId"), col("kind"), col("scope"), col("trust")
+    sensitivities, tokens, priorities = col("sensitivity"), col("tokenEstimate"), col("priority")
+    contents = table.values("content")
     if (
         set(col("schemaVersion")) != {1}
         or not set(kinds) <= _KIND_SET
         or not set(trusts) <= TRUST
-        or not set(col("sensitivity")) <= SENSITIVITY
+        or not set(sensitivities) <= SENSITIVITY
         or min(tokens) < 1
         or max(tokens) > 16_777_216
         or min(priorities) < 0
         or max(priorities) > 1_000_000
-        or ("content" in cols and max(map(len, cols["content"])) > 2_097_152)
+        or (contents and max(map(len, contents)) > 2_097_152)  # <= 4 Mi UTF-16 units
     ):
         return None
     for key in ("revision", "eventSequence"):
-        if key in src and (min(src[key]) < 0 or max(src[key]) > MAX_SAFE_INTEGER):
+        values = src.values(key)
+        if values and (min(values) < 0 or max(values) > MAX_SAFE_INTEGER):
             return None
-    scope_set = set(scopes)
-    scoped = "scopeId" in cols
-    if scoped and scope_set <= SCOPE_ID_REQUIRED:
-        scope_ids: Sequence[str | None] = cols["scopeId"]
-    elif not scoped and scope_set == {"global"}:
-        scope_ids = (None,) * n
-    else:
+    scope_ids = _scope_ids(table, scopes)
+    if scope_ids is None:
         return None
     names = (
         ids,
-        src["id"],
-        set(src["store"]),
-        set(prov["source"]),
-        set(prov.get("actor", ())),
-        set(cols["scopeId"] if scoped else ()),
+        src.columns["id"],
+        set(src.columns["store"]),
+        set(prov.columns["source"]),
+        set(prov.values("actor")),
+        set(table.values("scopeId")),
     )
     joined = "\n".join(chain.from_iterable(names))
     if joined.count("\n") != sum(map(len, names)) - 1 or _ID_LIST.fullmatch(joined) is None:
         return None
-    for value in set(src.get("digest", ())):
-        if _DIGEST.fullmatch(value) is None:
-            return None
-    for value in set(src.get("uri", ())):
-        bounded_string(value, "sourceRef.uri", 1, 4096)
-    # Normalised values; ``fixes`` are the columns whose input differs from them.
+    if not all(_DIGEST.fullmatch(value) for value in set(src.values("digest"))):
+        return None
+    uris = set(src.values("uri"))
+    if uris and _checked(lambda uri: bounded_string(uri, "sourceRef.uri", 1, 4096), uris) is None:
+        return None
+    # Normalised values; ``fixes`` are the columns whose input differs from them
+    # (``_ABSENT`` for the rows that lack the field).
     fixes: list[tuple[str, Sequence[Any]]] = []
-    created, changed = _iso(col("createdAt"), "createdAt")
+    raw_created = col("createdAt")
+    parsed = _iso(raw_created, "createdAt")
+    if parsed is None:
+        return None
+    memo, changed = parsed
+    created: Sequence[str] = [memo[raw] for raw in raw_created] if changed else raw_created
     if changed:
         fixes.append(("createdAt", created))
-    observed, changed = _iso(prov["observedAt"], "provenance.observedAt")
+    raw_observed = prov.columns["observedAt"]
+    parsed = _iso(raw_observed, "provenance.observedAt")
+    if parsed is None:
+        return None
+    memo, changed = parsed
+    observed: Sequence[str] = raw_observed
     if changed:
+        observed = [memo[raw] for raw in raw_observed]
         fixes.append(
             (
                 "provenance",
                 [{**p, "observedAt": o} for p, o in zip(col("provenance"), observed, strict=True)],
             )
         )
-    expires: Sequence[str] | None = None
+    expires: Sequence[str | None] | None = None
     if "expiresAt" in cols:
-        expires, changed = _iso(cols["expiresAt"], "expiresAt")
-        if changed:
-            fixes.append(("expiresAt", expires))
-    sinks: Sequence[str | tuple[str, ...]]
-    if single and all(0 < len(s) <= 64 for s in set(firsts)):
-        sinks = firsts
-    else:
-        if not _all(raw_sinks, str):
+        raw_expires = cols["expiresAt"]
+        parsed = _iso(table.values("expiresAt"), "expiresAt")
+        if parsed is None:
             return None
-        entries = list(map(tuple, raw_sinks))
-        memo: dict[tuple[str, ...], str | tuple[str, ...]] = {}
-        for entry in set(entries):
-            norm = _string_set(list(entry), "allowedSinks", 1, 128, 128)
-            memo[entry] = norm[0] if len(norm) == 1 else tuple(norm)
-        sinks = [memo[e] for e in entries]
+        memo, changed = parsed
+        fixed = [raw if raw is _ABSENT else memo[raw] for raw in raw_expires]
+        if changed:
+            fixes.append(("expiresAt", fixed))
+        expires = [None if e is _ABSENT else e for e in fixed]
+    parsed_sinks = _sink_column(col("allowedSinks"))
+    if parsed_sinks is None:
+        return None
+    sinks, changed = parsed_sinks
+    if changed:
         fixes.append(("allowedSinks", [[s] if type(s) is str else list(s) for s in sinks]))
-    bindings: list[dict[str, Any]] | None = None
+    bindings: list[Any] | None = None
     if "binding" in cols:
-        bindings = [_binding(b) for b in cols["binding"]]
+        bindings = _normalised_objects(cols["binding"], _binding)
+        if bindings is None:
+            return None
         fixes.append(("binding", bindings))
-    refs: list[dict[str, Any]] = []
+    refs: list[Any] | None = None
     if "contentRef" in cols:
-        refs = [_content_ref(r) for r in cols["contentRef"]]
+        refs = _normalised_objects(cols["contentRef"], _content_ref)
+        if refs is None:
+            return None
         fixes.append(("contentRef", refs))
     encodable = raws
     if fixes or "digest" in cols:
         encodable = list(map(dict.copy, raws))
         if "digest" in cols:
-            for _ in map(dict.pop, encodable, repeat("digest")):
+            for _ in map(dict.pop, encodable, repeat("digest"), repeat(None)):
                 pass
         for key, values in fixes:
-            for _ in map(dict.__setitem__, encodable, repeat(key), values):
-                pass
+            _put(encodable, key, values)
     digests = _item_digests(encodable)
-    if digests is None or ("digest" in cols and list(cols["digest"]) != digests):
-        return None  # a different supplied digest: the exact path reports it
-    sensitivities = col("sensitivity")
-    sequences = src.get("eventSequence") or (MAX_SAFE_INTEGER,) * n
-    source_keys = tuple(k for k in _SOURCE_ORDER if k in src)
-    actor, degraded = "actor" in prov, "degraded" in prov
+    if digests is None:
+        return None
+    if "digest" in cols and not all(
+        given is _ABSENT or given == digest
+        for given, digest in zip(cols["digest"], digests, strict=True)
+    ):
+        return None  # a different or malformed supplied digest: the exact path reports it
+    sequences = src.optional("eventSequence", MAX_SAFE_INTEGER) or (MAX_SAFE_INTEGER,) * n
+    uniform_source = not src.partial
+    source_keys = tuple(k for k in _SOURCE_ORDER if k in src.columns)
+    actor, degraded = "actor" in prov.columns, "degraded" in prov.columns
+    if bindings is not None:
+        bindings = [None if b is _ABSENT else b for b in bindings]
+    if refs is not None:
+        refs = [None if r is _ABSENT else r for r in refs]
+    pinned = col("pinned")
 
     def item(i: int) -> dict[str, Any]:
         raw = raws[i]
@@ -527,14 +472,15 @@ def _columnar(raws: list[Any]) -> ItemBatch | None:
         provenance = raw["provenance"]
         out: dict[str, Any] = {"schemaVersion": 1, "itemId": ids[i], "kind": kinds[i]}
         out["scope"] = scopes[i]
-        if scoped:
-            out["scopeId"] = scope_ids[i]
-        out["sourceRef"] = {k: source[k] for k in source_keys}
+        if (scope_id := scope_ids[i]) is not None:
+            out["scopeId"] = scope_id
+        keys = source_keys if uniform_source else [k for k in _SOURCE_ORDER if k in source]
+        out["sourceRef"] = {k: source[k] for k in keys}
         prov_out: dict[str, Any] = {"source": provenance["source"]}
-        if actor:
+        if actor and "actor" in provenance:
             prov_out["actor"] = provenance["actor"]
         prov_out["observedAt"] = observed[i]
-        if degraded:
+        if degraded and "degraded" in provenance:
             prov_out["degraded"] = provenance["degraded"]
         out["provenance"] = prov_out
         out["trust"] = trusts[i]
@@ -543,14 +489,14 @@ def _columnar(raws: list[Any]) -> ItemBatch | None:
         out["allowedSinks"] = [sink] if type(sink) is str else list(sink)
         out["tokenEstimate"] = tokens[i]
         out["priority"] = priorities[i]
-        out["pinned"] = raw["pinned"]
+        out["pinned"] = pinned[i]
         out["createdAt"] = created[i]
-        if expires is not None:
-            out["expiresAt"] = expires[i]
-        if bindings is not None:
-            out["binding"] = dict(bindings[i])
-        if refs:
-            out["contentRef"] = dict(refs[i])
+        if expires is not None and (expires_at := expires[i]) is not None:
+            out["expiresAt"] = expires_at
+        if bindings is not None and (binding := bindings[i]) is not None:
+            out["binding"] = dict(binding)
+        if refs is not None and (ref := refs[i]) is not None:
+            out["contentRef"] = dict(ref)
         else:
             out["content"] = raw["content"]
         out["digest"] = digests[i]
@@ -565,7 +511,7 @@ def _columnar(raws: list[Any]) -> ItemBatch | None:
         sinks=sinks,
         tokens=tokens,
         priorities=priorities,
-        pinned=col("pinned"),
+        pinned=pinned,
         sequences=sequences,
         expires=expires,
         bindings=bindings,
@@ -574,20 +520,59 @@ def _columnar(raws: list[Any]) -> ItemBatch | None:
     )
 
 
+def _sink_column(
+    raw_sinks: Sequence[list[Any]],
+) -> tuple[Sequence[str | tuple[str, ...]], bool] | None:
+    """Normalised ``allowedSinks`` per item (its only entry, or a tuple) and whether any
+    list differs from its input; ``None`` on a refusal.  Lists of one exact string of
+    1–64 characters (at most 128 UTF-16 units) are already normal."""
+    firsts = tuple(map(itemgetter(0), raw_sinks)) if set(map(len, raw_sinks)) == {1} else ()
+    if (
+        firsts
+        and countOf(map(type, firsts), str) == len(firsts)
+        and all(0 < len(s) <= 64 for s in set(firsts))
+    ):
+        return firsts, False
+    if countOf(map(type, chain.from_iterable(raw_sinks)), str) != sum(map(len, raw_sinks)):
+        return None  # the memo below is keyed by equality: exact strings only
+    entries = list(map(tuple, raw_sinks))
+    distinct = list(set(entries))
+    normalised = _checked(
+        lambda entry: _string_set(list(entry), "allowedSinks", 1, 128, 128), distinct
+    )
+    if normalised is None:
+        return None
+    memo = {
+        entry: norm[0] if len(norm) == 1 else tuple(norm)
+        for entry, norm in zip(distinct, normalised, strict=True)
+    }
+    return [memo[e] for e in entries], True
+
+
+def _normalised_objects(
+    column: Sequence[Any], check: Callable[[Any], dict[str, Any]]
+) -> list[Any] | None:
+    """``check`` of each present nested object (``_ABSENT`` kept), ``None`` on a refusal."""
+    present = [value for value in column if value is not _ABSENT]
+    normalised = _checked(check, present)
+    if normalised is None:
+        return None
+    if len(present) == len(column):
+        return normalised
+    it = iter(normalised)
+    return [_ABSENT if value is _ABSENT else next(it) for value in column]
+
+
 def context_item_batch(raws: Sequence[Any], *, profile: _digest.Profile = "peer") -> ItemBatch:
-    """:func:`normalize_context_items` as an :class:`ItemBatch` (same errors)."""
-    items: list[dict[str, Any]] | None = None
+    """``normalize_context_item`` of every item, as an :class:`ItemBatch` (same values,
+    same errors).  The columnar path's digests are profile-free: for the values it takes
+    (strings without lone surrogates, safe integers, booleans; keys of
+    :data:`~kernel.canonical.items.ITEM_KEYS`) both profiles give the same bytes."""
     if isinstance(raws, list):
-        try:
-            batch = _columnar(raws)
-        except Exception:  # any doubt: the per-item paths decide
-            batch = None
+        batch = _columnar(raws)
         if batch is not None:
             return batch
-        items = _fast_items(raws)
-    if items is None:
-        items = [normalize_context_item(raw, profile=profile) for raw in raws]
-    return _batch_from_items(items)
+    return _batch_from_items([normalize_context_item(raw, profile=profile) for raw in raws])
 
 
 def normalize_context_items(

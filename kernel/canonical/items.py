@@ -26,6 +26,8 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Final
 
 from kernel.canonical import digest as _digest
@@ -54,8 +56,12 @@ from kernel.vocabulary import (
 __all__ = (
     "CONTEXT_ITEM_DOMAIN",
     "CONTEXT_KINDS",
+    "ITEM_KEYS",
     "MEMORY_RECORD_DOMAIN",
+    "CanonicalKeys",
+    "canonical_keys",
     "identifier_collation_key",
+    "kernel_digest",
     "kernel_value_digest",
     "keys_sort_canonically",
     "normalize_context_item",
@@ -140,17 +146,49 @@ _BINDING_FIELDS: Final = frozenset(
 # --- digests of kernel-built values ----------------------------------------------------------
 
 
-def keys_sort_canonically(key_sets: Iterable[frozenset[str]]) -> bool:
-    """True if, for every key set, plain byte order equals the peer's key order (and so
-    also RFC 8785's UTF-16 order, the keys being ASCII)."""
+@dataclass(frozen=True, slots=True, init=False, eq=False)
+class CanonicalKeys:
+    """Proof that plain byte order is both profiles' key order for every object whose
+    keys are drawn from :attr:`names` (ASCII keys, none an array index, and sorted bytes
+    equal to the peer's ``localeCompare("en")`` order — a total order, so every subset
+    sorts alike; RFC 8785's UTF-16 order equals byte order for ASCII).
+
+    Only :func:`canonical_keys` makes one, after checking: calling the class raises
+    ``TypeError`` and it cannot be subclassed, so holding one *is* the check
+    (:func:`kernel_digest` takes it instead of a caller's ``True``)."""
+
+    names: frozenset[str]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a CanonicalKeys is made by kernel.canonical.items.canonical_keys only")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        raise TypeError("CanonicalKeys cannot be subclassed")
+
+
+_set_names: Final = CanonicalKeys.__dict__["names"].__set__
+
+
+def canonical_keys(key_sets: Iterable[Iterable[str]]) -> CanonicalKeys | None:
+    """A :class:`CanonicalKeys` for the union of ``key_sets`` when it holds, else ``None``."""
+    names = frozenset(chain.from_iterable(key_sets))
+    ordered = sorted(names)
+    if not all(type(key) is str and key.isascii() for key in ordered):
+        return None
     try:
-        return all(
-            all(key.isascii() for key in keys)
-            and tuple(sorted(keys)) == tuple(_digest.peer_key_order(sorted(keys)))
-            for keys in key_sets
-        )
-    except Exception:  # a refusal means: not provably canonical
-        return False
+        if tuple(ordered) != _digest.peer_key_order(ordered):
+            return None
+    except InvalidArgument:  # a non-portable key: not provably canonical
+        return None
+    proof: CanonicalKeys = object.__new__(CanonicalKeys)
+    _set_names(proof, names)
+    return proof
+
+
+def keys_sort_canonically(key_sets: Iterable[frozenset[str]]) -> bool:
+    """Deprecated (kernel/memory's callers; use :func:`canonical_keys`): whether every key
+    set, checked on its own, sorts canonically."""
+    return all(canonical_keys((keys,)) is not None for keys in key_sets)
 
 
 try:
@@ -163,30 +201,52 @@ _DUMPS: Any = _orjson.dumps if "orjson" in _digest.ENCODERS else None
 _SORT_KEYS: Final = _orjson.OPT_SORT_KEYS if _DUMPS is not None else 0
 
 
-def kernel_value_digest(
-    value: Any, domain: str, profile: _digest.Profile, keys_canonical: bool
+def kernel_digest(
+    value: Any, domain: str, profile: _digest.Profile, keys: CanonicalKeys | None
 ) -> str:
     """``kernel.canonical.digest.digest(value, domain, profile)`` for a value the kernel built.
 
-    Precondition (the caller's): every dict key of ``value`` comes from key sets for
-    which :func:`keys_sort_canonically` holds (``keys_canonical``), and its scalars are
-    strings, booleans and integers within ±2**53 (no floats).  Then the canonical JSON
-    of both profiles is the sorted-keys output of the encoder ``kernel.canonical.digest`` uses for
-    its own fast paths; strings with lone surrogates (which the encoder refuses) and any
-    other case go to ``kernel.canonical.digest.digest``.
+    The gate is ``keys``: a :class:`CanonicalKeys` whose names hold every dict key of
+    ``value`` (``None``: the exact path).  The value's scalars must be strings, booleans,
+    ``None``, integers within ±2**53 and floats that both encoders print alike
+    (non-integral, ``1e-4 <= |x| < 2**52``), as every normalized value is.  Then the
+    canonical JSON of both profiles is the sorted-keys output of the encoder
+    ``kernel.canonical.digest`` uses for its own fast paths; a value the encoder refuses
+    (a lone surrogate) goes to the exact path, which decides (escapes it, or refuses it
+    under JCS).  Properties in ``tests/kernel/test_planner_properties.py`` and
+    ``tests/kernel/test_canonical_keys.py`` hold it equal to the exact path.
     """
-    if keys_canonical and _DUMPS is not None and profile in ("peer", "jcs"):
-        try:
-            body = _DUMPS(value, option=_SORT_KEYS)  # the ``orjson`` encoder, called directly
-        except (TypeError, ValueError):
-            return _digest.digest(value, domain, profile)
-        prefix = _domain_prefix(domain) if type(domain) is str else _domain_bytes(domain)
-        return _DIGEST_PREFIX + _sha256(prefix + body).hexdigest()
+    if type(keys) is CanonicalKeys:
+        return _sorted_keys_digest(value, domain, profile)
     return _digest.digest(value, domain, profile)
+
+
+def kernel_value_digest(
+    value: Any, domain: str, profile: _digest.Profile, keys_canonical: bool
+) -> str:
+    """Deprecated compatible form of :func:`kernel_digest` for kernel/memory's callers,
+    which still pass a ``bool`` from :func:`keys_sort_canonically` (a caller's assertion);
+    to be replaced there by a :class:`CanonicalKeys`."""
+    if keys_canonical is True:
+        return _sorted_keys_digest(value, domain, profile)
+    return _digest.digest(value, domain, profile)
+
+
+def _sorted_keys_digest(value: Any, domain: str, profile: _digest.Profile) -> str:
+    """The fast path of :func:`kernel_digest` (its gate passed)."""
+    if _DUMPS is None or profile not in ("peer", "jcs"):
+        return _digest.digest(value, domain, profile)
+    try:
+        body = _DUMPS(value, option=_SORT_KEYS)  # the ``orjson`` encoder, called directly
+    except (TypeError, ValueError):  # orjson.JSONEncodeError: the encoder's refusal
+        return _digest.digest(value, domain, profile)
+    prefix = _domain_prefix(domain) if type(domain) is str else _domain_bytes(domain)
+    return _DIGEST_PREFIX + _sha256(prefix + body).hexdigest()
 
 
 _DIGEST_PREFIX: Final = _digest.DIGEST_PREFIX
 _sha256: Final = hashlib.sha256
+
 
 def _domain_bytes(domain: str) -> bytes:
     """``domain`` UTF-8 + NUL."""
@@ -351,10 +411,12 @@ def _binding(raw: Any, field: str = "binding") -> dict[str, Any]:
     return out
 
 
-#: Every dict a normalized ContextItem holds uses these key sets.
-ITEM_KEYS_CANONICAL: Final = keys_sort_canonically(
+#: Every dict a normalized ContextItem holds draws its keys from these names.
+ITEM_KEYS: Final = canonical_keys(
     (_ITEM_FIELDS, _SOURCE_REF_FIELDS, _PROVENANCE_FIELDS, _CONTENT_REF_FIELDS, _BINDING_FIELDS)
 )
+#: Deprecated: ``ITEM_KEYS is not None``.
+ITEM_KEYS_CANONICAL: Final = ITEM_KEYS is not None
 
 
 # --- ContextItem --------------------------------------------------------------------------
@@ -406,7 +468,7 @@ def normalize_context_item(raw: Any, *, profile: _digest.Profile = "peer") -> di
         out["content"] = bounded_string(value["content"], "content", 0, 4 * 1024 * 1024)
     else:
         out["contentRef"] = _content_ref(value["contentRef"])
-    digest = kernel_value_digest(out, CONTEXT_ITEM_DOMAIN, profile, ITEM_KEYS_CANONICAL)
+    digest = kernel_digest(out, CONTEXT_ITEM_DOMAIN, profile, ITEM_KEYS)
     supplied = get("digest", MISSING)
     if supplied is not MISSING and digest_value(supplied) != digest:
         raise DigestMismatch(

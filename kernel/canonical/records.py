@@ -51,8 +51,8 @@ from kernel.canonical.items import (
     _provenance,
     _source_ref,
     _string_set,
-    kernel_value_digest,
-    keys_sort_canonically,
+    canonical_keys,
+    kernel_digest,
 )
 from kernel.canonical.timestamps import parse_timestamp
 from kernel.errors import DigestMismatch, InvalidArgument, KernelError
@@ -114,10 +114,10 @@ _MEMORY_FIELDS: Final = frozenset(
         "deletionFence",
     }
 )
-#: Every dict a normalized MemoryRecord holds uses these key sets (all ASCII, byte order =
-#: peer order), so its canonical JSON is the encoder's sorted-keys output whenever its two
-#: floats are in the band both encoders print alike (:func:`_plain_number`).
-_MEMORY_KEYS_CANONICAL: Final = keys_sort_canonically(
+#: Every dict a normalized MemoryRecord holds draws its keys from these names (all ASCII,
+#: byte order = peer order), so its canonical JSON is the encoder's sorted-keys output
+#: whenever its two floats are in the band both encoders print alike (:func:`_record_digest`).
+_MEMORY_KEYS: Final = canonical_keys(
     (_MEMORY_FIELDS, _SOURCE_REF_FIELDS, _PROVENANCE_FIELDS, _CONTENT_REF_FIELDS,
      _RETENTION_FIELDS)
 )
@@ -129,6 +129,18 @@ def _plain_number(value: int | float) -> bool:
     fast encoder (non-integral, ``1e-4 <= |x| < 2**52``: :mod:`kernel.canonical.digest`'s
     own bound)."""
     return type(value) is int or 1e-4 <= abs(value) < _PLAIN_FLOAT_MAX
+
+
+def _record_digest(out: dict[str, Any], profile: _digest.Profile) -> str:
+    """The canonical digest of a normalized record ``out`` (without ``digest``): the
+    sorted-keys fast path when its scores are printed alike by both encoders
+    (:func:`_plain_number`: its only floats), else the exact path."""
+    keys = (
+        _MEMORY_KEYS
+        if _plain_number(out["confidence"]) and _plain_number(out["importance"])
+        else None
+    )
+    return kernel_digest(out, MEMORY_RECORD_DOMAIN, profile, keys)
 
 
 def _number(value: Any, field: str, lo: float = 0, hi: float = 1) -> int | float:
@@ -504,13 +516,7 @@ def _sealed_record(out: dict[str, Any]) -> VerifiedRecord:
     revision = out["revision"]
     if type(revision) is not int or not 1 <= revision <= MAX_SAFE_INTEGER:
         out["revision"] = bounded_integer(revision, "revision", 1)
-    plain = _MEMORY_KEYS_CANONICAL  # scores are ints 0 (tombstone) or copied: checked below
-    if plain:
-        confidence, importance = out["confidence"], out["importance"]
-        plain = (type(confidence) is int or _plain_number(confidence)) and (
-            type(importance) is int or _plain_number(importance)
-        )
-    out["digest"] = kernel_value_digest(out, MEMORY_RECORD_DOMAIN, "peer", plain)
+    out["digest"] = _record_digest(out, "peer")
     return _seal(out)
 
 
@@ -660,12 +666,7 @@ def _normalize(raw: Any, profile: _digest.Profile) -> dict[str, Any]:
     out["revision"] = revision
     if "deletionFence" in value:
         out["deletionFence"] = identifier(value["deletionFence"], "deletionFence")
-    plain = (
-        _MEMORY_KEYS_CANONICAL
-        and (type(confidence) is int or _plain_number(confidence))
-        and (type(importance) is int or _plain_number(importance))
-    )
-    digest = kernel_value_digest(out, MEMORY_RECORD_DOMAIN, profile, plain)
+    digest = _record_digest(out, profile)
     supplied = get("digest", MISSING)
     # a string equal to the computed digest (well-formed by construction) is that digest
     if (

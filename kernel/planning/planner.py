@@ -45,10 +45,10 @@ from kernel.canonical.checks import (
 from kernel.canonical.item_batch import ItemBatch, context_item_batch
 from kernel.canonical.items import (
     CONTEXT_KINDS,
-    ITEM_KEYS_CANONICAL,
+    ITEM_KEYS,
+    canonical_keys,
     identifier_collation_keys,
-    kernel_value_digest,
-    keys_sort_canonically,
+    kernel_digest,
     peer_collation_key,
 )
 from kernel.canonical.timestamps import iso_to_epoch_ms, now_from_value
@@ -525,38 +525,39 @@ def plan_context(
         ],
         "createdAt": req.now_iso,
     }
-    plan["digest"] = kernel_value_digest(plan, CONTEXT_PLAN_DOMAIN, profile, _PLAN_KEYS_CANONICAL)
+    plan["digest"] = kernel_digest(plan, CONTEXT_PLAN_DOMAIN, profile, _PLAN_KEYS)
     return plan
 
 
 _first = operator.itemgetter(0)
 
-#: Every dict key a plan holds (items aside): checked once, see ``kernel_value_digest``.
-_PLAN_KEYS_CANONICAL: Final = ITEM_KEYS_CANONICAL and keys_sort_canonically(
-    (
-        frozenset(
-            {
-                "schema",
-                "schemaVersion",
-                "sessionHead",
-                "memoryRevision",
-                "policyVersion",
-                "modelProfile",
-                "sink",
-                "inputBudget",
-                "selectableBudget",
-                "selectedTokens",
-                "partitions",
-                "minimumShortfalls",
-                "selected",
-                "selectedItemIds",
-                "dropped",
-                "createdAt",
-                "digest",
-            }
-        ),
-        frozenset(PLAN_PARTITIONS),
-        frozenset({"ceiling", "used"}),
-        frozenset({"itemId", "digest", "reason", "protected"}),
-    )
+#: Every dict key a plan holds, its items' included (see ``kernel_digest``).
+_PLAN_KEY_SETS: Final = (
+    frozenset(
+        {
+            "schema",
+            "schemaVersion",
+            "sessionHead",
+            "memoryRevision",
+            "policyVersion",
+            "modelProfile",
+            "sink",
+            "inputBudget",
+            "selectableBudget",
+            "selectedTokens",
+            "partitions",
+            "minimumShortfalls",
+            "selected",
+            "selectedItemIds",
+            "dropped",
+            "createdAt",
+            "digest",
+        }
+    ),
+    frozenset(PLAN_PARTITIONS),
+    frozenset({"ceiling", "used"}),
+    frozenset({"itemId", "digest", "reason", "protected"}),
+)
+_PLAN_KEYS: Final = (
+    None if ITEM_KEYS is None else canonical_keys((ITEM_KEYS.names, *_PLAN_KEY_SETS))
 )
