@@ -11,7 +11,8 @@ Failure *outcomes* of the design (§17: ``context_over_budget``, ``stale``,
      ├── ContextOverBudget           protected state cannot fit (``context_over_budget``)
      ├── DigestMismatch              a supplied digest differs (``digest_mismatch``)
      ├── RevisionConflict            expected revision / fence / CAS lost (``revision_conflict``)
-     ├── IllegalTransition           a state machine refused an event
+     ├── IllegalTransition           a state machine refused an event (``illegal_transition``;
+     │                                carries ``machine``, ``state``, ``event``)
      ├── ScopeDenied                 scope / sensitivity widening (``scope_denied``)
      ├── SinkDenied                  sink widening (``sink_denied``)
      ├── ReplicaTombstoneFenced      replica tried to revive a deletion
@@ -73,7 +74,33 @@ class RevisionConflict(KernelError):
 
 
 class IllegalTransition(KernelError):
+    """A :class:`kernel.machine.Machine` refused ``event`` in ``state``: a caller bug (or a
+    stored state no table allows).  ``machine``, ``state`` and ``event`` are names from
+    the machine's table, never record content; ``details`` holds the three unless a
+    machine's wire contract gives its own (the memory lifecycle's ``{from, to}``)."""
+
     default_code = "illegal_transition"
+
+    def __init__(
+        self,
+        machine: str,
+        state: str,
+        event: str,
+        *,
+        message: str | None = None,
+        code: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            message or f"{machine}: event {event} is not allowed in state {state}",
+            code=code,
+            details={"machine": machine, "state": state, "event": event}
+            if details is None
+            else details,
+        )
+        self.machine: str = machine
+        self.state: str = state
+        self.event: str = event
 
 
 class ScopeDenied(KernelError):

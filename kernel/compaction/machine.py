@@ -34,9 +34,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
-from kernel.errors import IllegalTransition
-
-MACHINE_NAME: Final = "compaction"
+from kernel.machine import Machine
 
 
 class State(StrEnum):
@@ -180,6 +178,8 @@ Event: TypeAlias = (
 )
 
 # --------------------------------------------------------------------------- effects
+# Imperative: each asks the shell to do one thing.  The table names effect *types*; the
+# reducer builds each value from the machine it has just entered (``of``).
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,40 +191,72 @@ class Announce:
     session_id: str
     code: str | None = None
 
+    @classmethod
+    def of(cls, m: CompactionMachine) -> Announce:
+        return cls(ANNOUNCED[m.state], m.operation_id, m.session_id, m.code)
+
 
 @dataclass(frozen=True, slots=True)
 class ReadSnapshot:
     session_id: str
+
+    @classmethod
+    def of(cls, m: CompactionMachine) -> ReadSnapshot:
+        return cls(m.session_id)
 
 
 @dataclass(frozen=True, slots=True)
 class BuildPlan:
     input_head: str
 
+    @classmethod
+    def of(cls, m: CompactionMachine) -> BuildPlan:
+        return cls(m.input_head)
+
 
 @dataclass(frozen=True, slots=True)
 class InvokeSummarizer:
     operation_id: str
+
+    @classmethod
+    def of(cls, m: CompactionMachine) -> InvokeSummarizer:
+        return cls(m.operation_id)
 
 
 @dataclass(frozen=True, slots=True)
 class VerifyCandidate:
     operation_id: str
 
+    @classmethod
+    def of(cls, m: CompactionMachine) -> VerifyCandidate:
+        return cls(m.operation_id)
+
 
 @dataclass(frozen=True, slots=True)
 class AppendCompaction:
     expected_head: str
+
+    @classmethod
+    def of(cls, m: CompactionMachine) -> AppendCompaction:
+        return cls(m.input_head)
 
 
 @dataclass(frozen=True, slots=True)
 class PersistReconciliation:
     expected_head: str
 
+    @classmethod
+    def of(cls, m: CompactionMachine) -> PersistReconciliation:
+        return cls(m.input_head)
+
 
 @dataclass(frozen=True, slots=True)
 class ReturnReceipt:
     status: str
+
+    @classmethod
+    def of(cls, m: CompactionMachine) -> ReturnReceipt:
+        return cls(m.status)
 
 
 Effect: TypeAlias = (
@@ -238,10 +270,22 @@ Effect: TypeAlias = (
     | ReturnReceipt
 )
 
+
+#: An effect class: the table holds these; its ``of`` builds the value.
+EffectType: TypeAlias = (
+    type[Announce]
+    | type[ReadSnapshot]
+    | type[BuildPlan]
+    | type[InvokeSummarizer]
+    | type[VerifyCandidate]
+    | type[AppendCompaction]
+    | type[PersistReconciliation]
+    | type[ReturnReceipt]
+)
+
 # --------------------------------------------------------------------------- the table
 
 S = State
-_ACTIVE: Final = (S.EVALUATING, S.PREPARING, S.SUMMARIZING, S.VERIFYING)
 
 TRANSITIONS: Final[Mapping[State, Mapping[type[Any], State]]] = MappingProxyType({
     S.IDLE: MappingProxyType({CompactionRequested: S.EVALUATING}),
@@ -284,8 +328,40 @@ TRANSITIONS: Final[Mapping[State, Mapping[type[Any], State]]] = MappingProxyType
     S.ABORTED: MappingProxyType({}),
 })
 
+#: The effects of entering a state (a transition that stays in its state has none) ...
+ON_ENTER: Final[Mapping[State, tuple[EffectType, ...]]] = MappingProxyType({
+    S.EVALUATING: (Announce, ReadSnapshot),
+    S.PREPARING: (BuildPlan,),
+    S.SUMMARIZING: (InvokeSummarizer,),
+    S.VERIFYING: (VerifyCandidate,),
+    S.COMMITTING: (AppendCompaction,),
+    S.COMMITTED: (Announce, ReturnReceipt),
+    S.ABORTED: (Announce,),
+    S.RECONCILIATION_REQUIRED: (Announce, PersistReconciliation, ReturnReceipt),
+    S.STALE: (ReturnReceipt,),
+})
+#: ... except on these edges: a commit whose outcome is unknown (the store raised during
+#: the compare-and-swap) announces and leaves the store's error to the caller; only
+#: ``reconcile`` can later tell whether it landed, so nothing is persisted or returned.
+EDGE_EFFECTS: Final[Mapping[tuple[State, type[Any]], tuple[EffectType, ...]]] = MappingProxyType({
+    (S.COMMITTING, OutcomeUnknown): (Announce,),
+})
+
+MACHINE: Final[Machine[State, type[Any], EffectType]] = Machine(
+    name="compaction",
+    initial=S.IDLE,
+    table=TRANSITIONS,
+    effects={
+        (source, kind): EDGE_EFFECTS.get((source, kind), ON_ENTER.get(target, ()))
+        for source, row in TRANSITIONS.items()
+        for kind, target in row.items()
+        if target is not source
+    },
+)
+MACHINE_NAME: Final = MACHINE.name
+
 #: States no event leaves.
-TERMINAL: Final = frozenset(s for s, row in TRANSITIONS.items() if not row)
+TERMINAL: Final = MACHINE.terminal
 
 #: Lifecycle notification announced on entering a state.
 ANNOUNCED: Final[Mapping[State, str]] = MappingProxyType({
@@ -410,50 +486,15 @@ def _apply(m: CompactionMachine, event: Event, target: State) -> CompactionMachi
             )
         case RetryRequested():
             return CompactionMachine(operation_id=m.operation_id, session_id=m.session_id)
-    raise AssertionError(f"unhandled event {event!r}")  # pragma: no cover
-
-
-def _on_enter(m: CompactionMachine) -> tuple[Effect, ...]:
-    """Effects of entering ``m.state`` (the second column of the table)."""
-    state = m.state
-    effects: list[Effect] = []
-    if state in ANNOUNCED and state is not State.RECONCILIATION_REQUIRED:
-        effects.append(Announce(ANNOUNCED[state], m.operation_id, m.session_id, m.code))
-    if state is State.EVALUATING:
-        effects.append(ReadSnapshot(m.session_id))
-    elif state is State.PREPARING:
-        effects.append(BuildPlan(m.input_head))
-    elif state is State.SUMMARIZING:
-        effects.append(InvokeSummarizer(m.operation_id))
-    elif state is State.VERIFYING:
-        effects.append(VerifyCandidate(m.operation_id))
-    elif state is State.COMMITTING:
-        effects.append(AppendCompaction(m.input_head))
-    elif state is State.RECONCILIATION_REQUIRED:
-        effects.append(PersistReconciliation(m.input_head))
-        effects.append(Announce(ANNOUNCED[state], m.operation_id, m.session_id, m.code))
-    if state in (State.COMMITTED, State.STALE, State.RECONCILIATION_REQUIRED):
-        effects.append(ReturnReceipt(m.status))
-    return tuple(effects)
+    raise TypeError(f"not a compaction event: {type(event).__name__}")  # pragma: no cover
 
 
 def step(machine: CompactionMachine, event: Event) -> tuple[CompactionMachine, tuple[Effect, ...]]:
-    """The reducer: ``(state, event) -> (state, effects)``; pure and total over the table."""
-    target = TRANSITIONS[machine.state].get(type(event))
-    if target is None:
-        raise IllegalTransition(
-            f"{MACHINE_NAME}: event {type(event).__name__} is not allowed in state "
-            f"{machine.state.value}",
-            details={
-                "machine": MACHINE_NAME,
-                "state": machine.state.value,
-                "event": type(event).__name__,
-            },
-        )
+    """The reducer: ``(state, event) -> (state, effects)``; pure and total over the table
+    (:class:`kernel.errors.IllegalTransition` for an event it does not list)."""
+    target, kinds = MACHINE.step(machine.state, type(event))
     nxt = _apply(machine, event, target)
-    if target is machine.state:
-        return nxt, ()
-    return nxt, _on_enter(nxt)
+    return nxt, tuple(kind.of(nxt) for kind in kinds)
 
 
 def run(events: tuple[Event, ...] | list[Event]) -> tuple[CompactionMachine, tuple[Effect, ...]]:
@@ -468,9 +509,17 @@ def run(events: tuple[Event, ...] | list[Event]) -> tuple[CompactionMachine, tup
 
 def state_diagram() -> str:
     """Mermaid state diagram drawn from the table (used by docs/compaction.md)."""
-    lines = ["stateDiagram-v2", "    [*] --> idle"]
-    for source, row in TRANSITIONS.items():
-        for event_type, target in row.items():
-            lines.append(f"    {source.value} --> {target.value}: {event_type.__name__}")
-    lines.extend(f"    {s.value} --> [*]" for s in sorted(TERMINAL, key=lambda s: s.value))
-    return "\n".join(lines)
+    return MACHINE.diagram()
+
+
+def effects_table() -> str:
+    """The Markdown table of what entering each state asks of the shell (docs/compaction.md),
+    drawn from :data:`ON_ENTER` and :data:`EDGE_EFFECTS`."""
+    rows = ["| entering | effects |", "|---|---|"]
+    for state, kinds in ON_ENTER.items():
+        rows.append(f"| `{state}` | {', '.join(f'`{k.__name__}`' for k in kinds)} |")
+    for (source, event), kinds in EDGE_EFFECTS.items():
+        target = TRANSITIONS[source][event]
+        names = ", ".join(f"`{k.__name__}`" for k in kinds)
+        rows.append(f"| `{target}` from `{source}` by `{event.__name__}` | {names} only |")
+    return "\n".join(rows)

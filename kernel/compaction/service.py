@@ -27,7 +27,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kernel.canonical.checks import bounded_string, known_fields, object_value
@@ -41,9 +43,10 @@ from kernel.compaction.summary import (
     json_byte_length,
     normalize_summary_output,
 )
-from kernel.errors import InvalidArgument, LegacyWriterFenced, NonPortableValue
+from kernel.errors import IllegalTransition, InvalidArgument, LegacyWriterFenced, NonPortableValue
 from kernel.planning.planner import item_order_key, plan_context
 from kernel.ports import (
+    CasResult,
     Clock,
     NewId,
     OperationRecord,
@@ -158,14 +161,6 @@ class CompactionKernel:
             raise InvalidArgument("clock returned an invalid timestamp")
         return epoch_ms_to_iso(math.trunc(value))
 
-    def _step(self, machine: m.CompactionMachine, event: m.Event) -> m.CompactionMachine:
-        machine, effects = m.step(machine, event)
-        if self._listener is not None:
-            for effect in effects:
-                if isinstance(effect, m.Announce):
-                    self._listener(effect)
-        return machine
-
     def _digest(self, value: Any, domain: str) -> str:
         return digest(value, domain, self.profile)
 
@@ -206,7 +201,13 @@ class CompactionKernel:
         return receipt_from_record(record, self.profile)
 
     def compact_context(self, raw_request: Any) -> dict[str, Any]:
-        """Run one compaction; returns its receipt (see the module docstring)."""
+        """Run one compaction; returns its receipt (see the module docstring).
+
+        After the request checks this is one loop: step the machine, carry out the
+        effects it returns in order (:meth:`_carry_out`), step it with the events they
+        report.  Effects still pending when the machine moves on belong to the state it
+        left and are dropped.  The loop ends at a ``ReturnReceipt`` effect, or — when an
+        effect failed — once the failure's effects are done, by raising the error."""
         self._authority()
         request = object_value(raw_request, "CompactionRequest")
         known_fields(request, REQUEST_FIELDS, "CompactionRequest")
@@ -220,122 +221,176 @@ class CompactionKernel:
         started_at = self._started_at(request)
         if "metadata" in request:
             json_byte_length(request["metadata"], "metadata", MAX_METADATA_BYTES, self.profile)
-        machine = self._step(
+        flow = _Flow(request, started_at)
+        machine, effects = m.step(
             m.CompactionMachine(), m.CompactionRequested(operation_id, session_id, started_at)
         )
+        pending = deque(effects)
+        error: BaseException | None = None
+        while pending:
+            effect = pending.popleft()
+            if isinstance(effect, m.Announce):
+                if self._listener is not None:
+                    self._listener(effect)
+                continue
+            if isinstance(effect, m.ReturnReceipt):
+                return self._receipt(flow, machine, effect)
+            outcome = self._carry_out(flow, machine, effect)
+            if outcome.events:
+                pending.clear()
+                for event in outcome.events:
+                    machine, effects = m.step(machine, event)
+                    pending.extend(effects)
+            if outcome.error is not None:
+                error = outcome.error
+                if outcome.attach:
+                    _attach(error, machine)
+        if error is None:  # pragma: no cover - every edge that returns no receipt fails
+            raise IllegalTransition(m.MACHINE_NAME, machine.state, "EffectsDone")
+        raise error
 
+    # ----------------------------------------------------------------- effects
+    def _carry_out(
+        self, flow: _Flow, machine: m.CompactionMachine, effect: m.Effect
+    ) -> _Outcome:
+        """One effect through the ports; returns the events it reports."""
+        match effect:
+            case m.ReadSnapshot(session_id=session_id):
+                return self._read_snapshot(flow, session_id)
+            case m.BuildPlan():
+                return self._build_plan(flow)
+            case m.InvokeSummarizer():
+                return self._summarize(flow, machine)
+            case m.VerifyCandidate():
+                return self._verify(flow)
+            case m.AppendCompaction(expected_head=head):
+                return self._append(flow, machine, head)
+            case m.PersistReconciliation(expected_head=head):
+                return self._persist_reconciliation(flow, machine, head)
+        raise TypeError(f"not an effect the kernel carries out: {type(effect).__name__}")
+
+    def _read_snapshot(self, flow: _Flow, session_id: str) -> _Outcome:
         snapshot = self.port.read_snapshot(session_id)
         if not isinstance(snapshot, SessionSnapshot) or not snapshot.head:
-            self._step(machine, m.CompactionFailed("invalid_argument"))
-            raise InvalidArgument(
-                "SessionContextPort returned an invalid snapshot", details={"sessionId": session_id}
+            return _Outcome(
+                (m.CompactionFailed("invalid_argument"),),
+                InvalidArgument(
+                    "SessionContextPort returned an invalid snapshot",
+                    details={"sessionId": session_id},
+                ),
             )
-        originals = normalize_context_items(list(snapshot.items), profile=self.profile)
-        input_digest = self._digest(
+        flow.snapshot = snapshot
+        flow.originals = normalize_context_items(list(snapshot.items), profile=self.profile)
+        flow.input_digest = self._digest(
             {
                 "sessionId": session_id,
                 "head": snapshot.head,
-                "items": [i["digest"] for i in originals],
+                "items": [i["digest"] for i in flow.originals],
             },
             INPUT_DOMAIN,
         )
-        machine = self._step(machine, m.SnapshotRead(snapshot.head, input_digest, self._now()))
+        return _Outcome((m.SnapshotRead(snapshot.head, flow.input_digest, self._now()),))
 
+    def _build_plan(self, flow: _Flow) -> _Outcome:
         try:
-            plan = self._plan(request, snapshot, originals, started_at)
+            plan = self._plan(flow.request, flow.head_snapshot, flow.originals, flow.started_at)
         except Exception as error:
             code = getattr(error, "code", None) or "planning_failed"
-            machine = self._step(machine, m.CompactionFailed(str(code), self._now()))
-            _attach(error, machine)
-            raise
+            return _Outcome((m.CompactionFailed(str(code), self._now()),), error, attach=True)
+        flow.plan = plan
+        flow.outputs = list(plan["selected"])
+        flow.plan_digest = plan["digest"]
+        if callable(flow.request.get("summarizer")) and plan["dropped"]:
+            return _Outcome((m.SummaryRequested(self._now()),))
+        return _Outcome((self._candidate_built(flow),))
 
-        outputs: list[dict[str, Any]] = list(plan["selected"])
-        plan_digest: str = plan["digest"]
-        usage: dict[str, Any] | None = None
-        strategy = "deterministic-selection"
-        summary_dropped: list[dict[str, Any]] = []
-        summarizer = request.get("summarizer")
-        if callable(summarizer) and plan["dropped"]:
-            machine = self._step(machine, m.SummaryRequested(self._now()))
-            dropped_ids = {entry["itemId"] for entry in plan["dropped"]}
-            parents = [i for i in originals if i["itemId"] in dropped_ids]
-            context: dict[str, Any] = {
-                "operationId": operation_id,
-                "sessionId": session_id,
-                "inputHead": snapshot.head,
-                "inputDigest": input_digest,
-                "contextPlanDigest": plan_digest,
-                "memoryRevision": plan["memoryRevision"],
-            }
-            for key in ("policyVersion", "modelProfile"):
-                if key in request:
-                    context[key] = request[key]
-            try:
-                summary = normalize_summary_output(
-                    summarizer(copy.deepcopy(parents), context),
-                    parents,
-                    frozenset(i["itemId"] for i in originals),
-                    self.profile,
-                )
-                usage = summary.usage_receipt
-                if summary.degraded:
-                    strategy = "deterministic-fallback"
-                    reason = summary.degraded_reason or "summarizer_degraded"
-                    machine = self._step(machine, m.SummaryDegraded(self._now(), reason))
-                else:
-                    strategy = "provider-backed"
-                final = self._plan(
-                    request, snapshot, [*plan["selected"], *summary.items], started_at
-                )
-                plan_digest = final["digest"]
-                outputs = list(final["selected"])
-                summary_ids = {i["itemId"] for i in summary.items}
-                summary_dropped = [e for e in final["dropped"] if e["itemId"] in summary_ids]
-            except Exception as error:
-                code = getattr(error, "code", None)
-                if getattr(error, "outcome_unknown", False) or code in _RECONCILE_CODES:
-                    return self._reconciliation_required(
-                        machine, request, snapshot, input_digest, started_at, code
-                    )
-                if isinstance(error, SummaryCancelled):
-                    machine = self._step(machine, m.Cancelled(self._now()))
-                    _attach(error, machine)
-                    raise
-                if request.get("allowFallback") is not True:
-                    failed = m.CompactionFailed(str(code or "summarizer_failed"), self._now())
-                    machine = self._step(machine, failed)
-                    _attach(error, machine)
-                    raise
-                strategy = "deterministic-fallback"
-                machine = self._step(machine, m.FallbackSelected(str(code or "summarizer_failed")))
-
-        candidate = sorted(
-            normalize_context_items(outputs, profile=self.profile), key=item_order_key
+    def _candidate_built(self, flow: _Flow) -> m.CandidateBuilt:
+        flow.candidate = sorted(
+            normalize_context_items(flow.outputs, profile=self.profile), key=item_order_key
         )
-        machine = self._step(machine, m.CandidateBuilt(self._now()))
-        verification = verify_compaction(originals, candidate)
-        if not verification.ok:
-            self._step(machine, m.InvariantsViolated(verification.codes))
-            raise InvalidArgument(
-                "compaction candidate violates recovery invariants",
-                details=verification.to_wire(),
+        return m.CandidateBuilt(self._now())
+
+    def _summarize(self, flow: _Flow, machine: m.CompactionMachine) -> _Outcome:
+        request, snapshot, plan = flow.request, flow.head_snapshot, flow.plan
+        originals = flow.originals
+        dropped_ids = {entry["itemId"] for entry in plan["dropped"]}
+        parents = [i for i in originals if i["itemId"] in dropped_ids]
+        context: dict[str, Any] = {
+            "operationId": machine.operation_id,
+            "sessionId": machine.session_id,
+            "inputHead": snapshot.head,
+            "inputDigest": flow.input_digest,
+            "contextPlanDigest": flow.plan_digest,
+            "memoryRevision": plan["memoryRevision"],
+        }
+        for key in ("policyVersion", "modelProfile"):
+            if key in request:
+                context[key] = request[key]
+        events: list[m.Event] = []
+        try:
+            summary = normalize_summary_output(
+                request["summarizer"](copy.deepcopy(parents), context),
+                parents,
+                frozenset(i["itemId"] for i in originals),
+                self.profile,
             )
-        output_digest = self._digest([i["digest"] for i in candidate], OUTPUT_DOMAIN)
-        committed_at = self._now()
-        machine = self._step(machine, m.CandidateVerified(committed_at))
-        prospective, _ = m.step(machine, m.CasCommitted(committed_at, ""))
+            flow.usage = summary.usage_receipt
+            if summary.degraded:
+                flow.strategy = "deterministic-fallback"
+                reason = summary.degraded_reason or "summarizer_degraded"
+                events.append(m.SummaryDegraded(self._now(), reason))
+            else:
+                flow.strategy = "provider-backed"
+            final = self._plan(
+                request, snapshot, [*plan["selected"], *summary.items], flow.started_at
+            )
+            flow.plan_digest = final["digest"]
+            flow.outputs = list(final["selected"])
+            summary_ids = {i["itemId"] for i in summary.items}
+            flow.summary_dropped = [e for e in final["dropped"] if e["itemId"] in summary_ids]
+        except Exception as error:
+            code = getattr(error, "code", None)
+            if getattr(error, "outcome_unknown", False) or code in _RECONCILE_CODES:
+                reason = str(code or "provider_outcome_unknown")
+                return _Outcome((*events, m.OutcomeUnknown(self._now(), reason)))
+            if isinstance(error, SummaryCancelled):
+                return _Outcome((*events, m.Cancelled(self._now())), error, attach=True)
+            if request.get("allowFallback") is not True:
+                failed = m.CompactionFailed(str(code or "summarizer_failed"), self._now())
+                return _Outcome((*events, failed), error, attach=True)
+            flow.strategy = "deterministic-fallback"
+            events.append(m.FallbackSelected(str(code or "summarizer_failed")))
+        return _Outcome((*events, self._candidate_built(flow)))
+
+    def _verify(self, flow: _Flow) -> _Outcome:
+        verification = verify_compaction(flow.originals, flow.candidate)
+        if not verification.ok:
+            return _Outcome(
+                (m.InvariantsViolated(verification.codes),),
+                InvalidArgument(
+                    "compaction candidate violates recovery invariants",
+                    details=verification.to_wire(),
+                ),
+            )
+        flow.output_digest = self._digest([i["digest"] for i in flow.candidate], OUTPUT_DOMAIN)
+        flow.committed_at = self._now()
+        return _Outcome((m.CandidateVerified(flow.committed_at),))
+
+    def _append(self, flow: _Flow, machine: m.CompactionMachine, expected_head: str) -> _Outcome:
+        request, plan, candidate = flow.request, flow.plan, flow.candidate
+        prospective, _ = m.step(machine, m.CasCommitted(flow.committed_at, ""))
         status = "degraded" if machine.degraded else "committed"
         selected_ids = [i["itemId"] for i in candidate]
-        template = {
+        flow.template = {
             "schema": SCHEMA,
             "schemaVersion": 1,
-            "operationId": operation_id,
-            "sessionId": session_id,
+            "operationId": machine.operation_id,
+            "sessionId": machine.session_id,
             "status": status,
-            "inputHead": snapshot.head,
-            "inputDigest": input_digest,
-            "outputDigest": output_digest,
-            "contextPlanDigest": plan_digest,
+            "inputHead": expected_head,
+            "inputDigest": flow.input_digest,
+            "outputDigest": flow.output_digest,
+            "contextPlanDigest": flow.plan_digest,
             "memoryRevision": plan["memoryRevision"],
             "selectedItemIds": selected_ids,
             "lifecycle": prospective.lifecycle_wire(),
@@ -344,95 +399,139 @@ class CompactionKernel:
             "schema": SCHEMA,
             "schemaVersion": 1,
             "eventId": f"compaction-event-{self._new_id()}",
-            "operationId": operation_id,
-            "sessionId": session_id,
-            "inputHead": snapshot.head,
-            "inputDigest": input_digest,
-            "contextPlanDigest": plan_digest,
+            "operationId": machine.operation_id,
+            "sessionId": machine.session_id,
+            "inputHead": expected_head,
+            "inputDigest": flow.input_digest,
+            "contextPlanDigest": flow.plan_digest,
             "memoryRevision": plan["memoryRevision"],
-            "strategy": strategy,
+            "strategy": flow.strategy,
             "status": status,
-            "outputDigest": output_digest,
+            "outputDigest": flow.output_digest,
             "outputItems": candidate,
             "retainedItemIds": list(selected_ids),
-            "dropped": [*plan["dropped"], *summary_dropped],
+            "dropped": [*plan["dropped"], *flow.summary_dropped],
             "artifactRefs": [i["contentRef"] for i in candidate if "contentRef" in i],
-            "usageReceipt": usage,
-            "startedAt": started_at,
-            "committedAt": committed_at,
-            "receiptTemplate": template,
+            "usageReceipt": flow.usage,
+            "startedAt": flow.started_at,
+            "committedAt": flow.committed_at,
+            "receiptTemplate": flow.template,
         }
         for key in ("policyVersion", "modelProfile"):
             if key in request:
                 event[key] = request[key]
         if "metadata" in request:
             event["metadata"] = copy.deepcopy(request["metadata"])
-        event["digest"] = self._digest(event, EVENT_DOMAIN)
-
+        event["digest"] = flow.event_digest = self._digest(event, EVENT_DOMAIN)
         try:
-            cas = self.port.append_compaction(event, snapshot.head)
+            flow.cas = cas = self.port.append_compaction(event, expected_head)
         except Exception as error:
-            machine = self._step(machine, m.OutcomeUnknown(self._now(), "commit_outcome_unknown"))
-            _attach(error, machine)
-            raise
+            unknown = m.OutcomeUnknown(self._now(), "commit_outcome_unknown")
+            return _Outcome((unknown,), error, attach=True)
         if not cas.ok:
-            machine = self._step(machine, m.CasLost(self._now(), cas.current_head))
-            stale = {
-                "schema": SCHEMA,
-                "schemaVersion": 1,
-                "operationId": operation_id,
-                "sessionId": session_id,
-                "status": "stale",
-                "inputHead": snapshot.head,
-                "currentHead": cas.current_head,
-                "inputDigest": input_digest,
-                "outputDigest": output_digest,
-                "contextPlanDigest": plan_digest,
-                "memoryRevision": plan["memoryRevision"],
-                "lifecycle": machine.lifecycle_wire(),
-            }
-            stale["digest"] = self._digest(stale, RECEIPT_DOMAIN)
-            return stale
-        self._step(machine, m.CasCommitted(committed_at, str(cas.new_head)))
-        if cas.idempotent:  # a concurrent retry of this operation committed first
-            record = self.port.read_operation(operation_id)
-            if record is not None:
-                return receipt_from_record(record, self.profile)
-        receipt = {**template, "newHead": cas.new_head, "eventDigest": event["digest"]}
-        receipt["digest"] = self._digest(receipt, RECEIPT_DOMAIN)
-        return receipt
+            return _Outcome((m.CasLost(self._now(), cas.current_head),))
+        return _Outcome((m.CasCommitted(flow.committed_at, str(cas.new_head)),))
 
-    def _reconciliation_required(
-        self,
-        machine: m.CompactionMachine,
-        request: Mapping[str, Any],
-        snapshot: SessionSnapshot,
-        input_digest: str,
-        started_at: str,
-        code: Any,
-    ) -> dict[str, Any]:
-        reason = str(code or "provider_outcome_unknown")
-        machine = self._step(machine, m.OutcomeUnknown(self._now(), reason))
+    def _persist_reconciliation(
+        self, flow: _Flow, machine: m.CompactionMachine, expected_head: str
+    ) -> _Outcome:
         receipt: dict[str, Any] = {
             "schema": SCHEMA,
             "schemaVersion": 1,
             "operationId": machine.operation_id,
             "sessionId": machine.session_id,
             "status": "reconciliation_required",
-            "inputHead": snapshot.head,
-            "inputDigest": input_digest,
+            "inputHead": expected_head,
+            "inputDigest": flow.input_digest,
         }
         for key in ("policyVersion", "modelProfile"):
-            if key in request:
-                receipt[key] = request[key]
-        receipt["startedAt"] = started_at
+            if key in flow.request:
+                receipt[key] = flow.request[key]
+        receipt["startedAt"] = flow.started_at
         receipt["lifecycle"] = machine.lifecycle_wire()
         receipt["digest"] = self._digest(receipt, RECEIPT_DOMAIN)
-        persisted = self.port.append_reconciliation(receipt, snapshot.head)
+        flow.reconciliation = receipt
+        persisted = self.port.append_reconciliation(receipt, expected_head)
         if not persisted.ok:
-            self._step(machine, m.ReconciliationLost(persisted.current_head))
-            del receipt["digest"]
-            receipt["status"] = "stale"
-            receipt["currentHead"] = persisted.current_head
-            receipt["digest"] = self._digest(receipt, RECEIPT_DOMAIN)
+            return _Outcome((m.ReconciliationLost(persisted.current_head),))
+        return _Outcome(())
+
+    def _receipt(
+        self, flow: _Flow, machine: m.CompactionMachine, effect: m.ReturnReceipt
+    ) -> dict[str, Any]:
+        """The receipt of the state the operation ended in (``effect.status``)."""
+        if flow.reconciliation is not None:  # reconciliation_required, or stale when lost
+            receipt = flow.reconciliation
+            if effect.status == "stale":
+                del receipt["digest"]
+                receipt["status"] = "stale"
+                receipt["currentHead"] = machine.current_head
+                receipt["digest"] = self._digest(receipt, RECEIPT_DOMAIN)
+            return receipt
+        if effect.status == "stale":
+            stale = {
+                "schema": SCHEMA,
+                "schemaVersion": 1,
+                "operationId": machine.operation_id,
+                "sessionId": machine.session_id,
+                "status": "stale",
+                "inputHead": machine.input_head,
+                "currentHead": machine.current_head,
+                "inputDigest": flow.input_digest,
+                "outputDigest": flow.output_digest,
+                "contextPlanDigest": flow.plan_digest,
+                "memoryRevision": flow.plan["memoryRevision"],
+                "lifecycle": machine.lifecycle_wire(),
+            }
+            stale["digest"] = self._digest(stale, RECEIPT_DOMAIN)
+            return stale
+        if flow.cas is not None and flow.cas.idempotent:  # a concurrent retry committed first
+            record = self.port.read_operation(machine.operation_id)
+            if record is not None:
+                return receipt_from_record(record, self.profile)
+        new_head = None if flow.cas is None else flow.cas.new_head
+        receipt = {**flow.template, "newHead": new_head, "eventDigest": flow.event_digest}
+        receipt["digest"] = self._digest(receipt, RECEIPT_DOMAIN)
         return receipt
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What carrying out one effect reported: the events to step the machine with, in
+    order, and the error to raise once their effects are done (``attach``: with the
+    machine's lifecycle on it, where the peer attaches one)."""
+
+    events: tuple[m.Event, ...]
+    error: BaseException | None = None
+    attach: bool = False
+
+
+class _Flow:
+    """What one ``compact_context`` call has learnt so far (the machine holds the rest):
+    filled in by the effects, in the order the machine asks for them."""
+
+    def __init__(self, request: Mapping[str, Any], started_at: str) -> None:
+        self.request = request
+        self.started_at = started_at
+        self.snapshot: SessionSnapshot | None = None
+        self.originals: list[Any] = []
+        self.input_digest = ""
+        self.plan: dict[str, Any] = {}
+        self.plan_digest = ""
+        self.outputs: list[dict[str, Any]] = []
+        self.usage: dict[str, Any] | None = None
+        self.strategy = "deterministic-selection"
+        self.summary_dropped: list[dict[str, Any]] = []
+        self.candidate: list[Any] = []
+        self.output_digest = ""
+        self.committed_at = ""
+        self.template: dict[str, Any] = {}
+        self.event_digest = ""
+        self.cas: CasResult | None = None
+        self.reconciliation: dict[str, Any] | None = None
+
+    @property
+    def head_snapshot(self) -> SessionSnapshot:
+        if self.snapshot is None:  # pragma: no cover - ReadSnapshot comes first
+            raise InvalidArgument("no snapshot read yet")
+        return self.snapshot

@@ -2,7 +2,8 @@
 
 A deletion request binds subject, scope, selector, authority, request id and fence
 (:func:`parse_deletion_request`).  The operation then walks one table,
-:data:`OPERATION_TRANSITIONS`::
+:data:`OPERATION_MACHINE` (a :class:`kernel.machine.Machine`; a step its stored state
+does not allow raises :class:`~kernel.errors.IllegalTransition`)::
 
     prepared ──tombstone committed──► tombstoned ──all copies purged + purge committed──► purged
                                            │                                                ▲
@@ -65,12 +66,14 @@ from kernel.canonical.records import (
     verified_fields,
 )
 from kernel.errors import InvalidArgument, KernelError, RevisionConflict, ScopeDenied
+from kernel.machine import Machine
 from kernel.memory.lifecycle import Transition, clock_iso, transition_memory
 from kernel.memory.purge import DeletionContext, flat_plain, port_names, run_targets
 from kernel.ports import MemoryCommit
 from kernel.vocabulary import MAX_SAFE_INTEGER, SCOPE_ID_REQUIRED
 
 __all__ = (
+    "OPERATION_MACHINE",
     "OPERATION_TRANSITIONS",
     "DeletionContext",
     "delete_memories",
@@ -82,12 +85,30 @@ __all__ = (
 RECEIPT_SCHEMA: Final = "chainlesschain.memory-deletion-receipt/v1"
 RECEIPT_DOMAIN: Final = "chainlesschain.memory-deletion-receipt/v1"
 
+#: After the tombstone: a copy still pending, the purge commit lost, or every copy purged
+#: and the purge committed.
+_PURGE_OUTCOMES: Final = MappingProxyType({
+    "copy_pending": "purge_pending",
+    "purge_commit_lost": "commit_pending",
+    "purge_committed": "purged",
+})
+#: A deletion operation's states; events are what the deletion learnt.  The operation
+#: enters ``tombstoned`` in the transaction that commits the tombstone (a lost commit
+#: discards it); a reconciliation resumes from whichever pending state was stored.
+OPERATION_MACHINE: Final[Machine[str, str, object]] = Machine(
+    name="deletion",
+    initial="prepared",
+    table={
+        "prepared": {"tombstone_committed": "tombstoned"},
+        "tombstoned": _PURGE_OUTCOMES,
+        "purge_pending": _PURGE_OUTCOMES,
+        "commit_pending": _PURGE_OUTCOMES,
+        "purged": {},
+    },
+)
+#: The table as ``from -> allowed targets``.
 OPERATION_TRANSITIONS: Final[Mapping[str, frozenset[str]]] = MappingProxyType({
-    "prepared": frozenset({"tombstoned"}),
-    "tombstoned": frozenset({"purge_pending", "commit_pending", "purged"}),
-    "purge_pending": frozenset({"purge_pending", "commit_pending", "purged"}),
-    "commit_pending": frozenset({"purge_pending", "commit_pending", "purged"}),
-    "purged": frozenset(),
+    state: OPERATION_MACHINE.targets(state) for state in OPERATION_MACHINE.states
 })
 _REQUEST_FIELDS: Final = frozenset(
     {
@@ -108,10 +129,10 @@ _BINDING: Final = ("memoryId", "fence", "authority", "subject", "selector")
 #: Called with ``(target name, request)`` before each purge target runs (observability).
 
 
-def _advance(operation: dict[str, Any], state: str) -> None:
-    if state not in OPERATION_TRANSITIONS[operation["state"]]:
-        raise AssertionError(f"deletion operation cannot go {operation['state']} -> {state}")
-    operation["state"] = state
+def _advance(operation: dict[str, Any], event: str) -> None:
+    """Step the operation's state by :data:`OPERATION_MACHINE` (``IllegalTransition`` for an
+    event its stored state does not allow)."""
+    operation["state"] = OPERATION_MACHINE.step(operation["state"], event)[0]
 
 
 def parse_deletion_request(raw: Any) -> dict[str, Any]:
@@ -270,7 +291,7 @@ def _purge_and_seal(
     operation["stores"] = stores
     for entry in stores:
         if entry["status"] != "purged":
-            _advance(operation, "purge_pending")
+            _advance(operation, "copy_pending")
             ctx.memory.put_reconciliation(operation)
             return deletion_receipt(ctx, operation, "partial", tombstone, stores, plain=plain)
     purged, event = transition_memory(
@@ -288,12 +309,12 @@ def _purge_and_seal(
         tombstone["revision"],
     )
     if not committed.ok:
-        _advance(operation, "commit_pending")
+        _advance(operation, "purge_commit_lost")
         ctx.memory.put_reconciliation(operation)
         return deletion_receipt(
             ctx, operation, "reconciliation_required", tombstone, stores, completed_at, plain
         )
-    _advance(operation, "purged")
+    _advance(operation, "purge_committed")
     return receipt
 
 
@@ -338,7 +359,7 @@ def delete_memory(ctx: DeletionContext, raw: Any) -> dict[str, Any]:
     deletion = transition_memory(current, command, clock=ctx.clock, new_id=ctx.new_id)
     # the operation is stored with the tombstone, in the same transaction (the port keeps
     # its own copy); a lost commit discards it
-    _advance(operation, "tombstoned")
+    _advance(operation, "tombstone_committed")
     operation["tombstoneRevision"] = verified_fields(deletion.record)["revision"]
     committed = ctx.memory.commit(
         MemoryCommit(deletion.record, deletion.event, operation),

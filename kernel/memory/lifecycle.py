@@ -1,7 +1,8 @@
 """Memory lifecycle (design 108 §9): one transition table and the reducer over it.
 
 The whole lifecycle is :data:`TRANSITIONS` (from → allowed targets) and
-:data:`COMMAND_TARGETS` (command type → target state)::
+:data:`COMMAND_TARGETS` (command type → target state); :data:`MACHINE` is the two as a
+:class:`kernel.machine.Machine` whose events are the command types::
 
     candidate ──activate──► active ──reinforce──► reinforced ─┐ (reinforce again)
         │                     │  ◄────────────────────────────┘
@@ -15,8 +16,9 @@ The whole lifecycle is :data:`TRANSITIONS` (from → allowed targets) and
 event, receipt)``, pure, byte-compatible with the peer's ``applyMemoryCommand``
 (``tests/peer/test_peer_memory.py``).  Every command carries the expected
 revision (``revision_conflict`` otherwise) and yields revision + 1; a state
-change outside the table raises :class:`IllegalMemoryTransition`
-(``illegal_memory_transition``, naming machine, state and event).  ``delete``
+change outside the table raises :class:`IllegalMemoryTransition` (an
+:class:`~kernel.errors.IllegalTransition`, code ``illegal_memory_transition``, naming
+machine, state and event).  ``delete``
 turns the record into a tombstone (body, summary, content ref, tags, evidence
 and sinks stripped; the fence recorded); ``purge`` needs the same fence.
 
@@ -74,11 +76,13 @@ from kernel.canonical.records import (
 from kernel.canonical.timestamps import MAX_EPOCH_MS, format_epoch_ms
 from kernel.errors import IllegalTransition, InvalidArgument, RevisionConflict, ScopeDenied
 from kernel.errors import ReplicaTombstoneFenced as TombstoneFenced
+from kernel.machine import Machine
 from kernel.ports import Clock, NewId
 from kernel.vocabulary import MAX_SAFE_INTEGER
 
 __all__ = (
     "COMMAND_TARGETS",
+    "MACHINE",
     "TRANSITIONS",
     "IllegalMemoryTransition",
     "MemoryMutation",
@@ -192,40 +196,49 @@ _COMMAND_FIELDS: Final = frozenset(
 
 
 class IllegalMemoryTransition(IllegalTransition):
-    """A command whose target the table does not allow from the record's state."""
+    """A command whose target the table does not allow from the record's state.
+
+    The peer's wire contract: code ``illegal_memory_transition``, details ``{from, to}``;
+    ``machine``, ``state`` and ``event`` (the command type) as on every
+    :class:`IllegalTransition`, and ``target``."""
 
     default_code = "illegal_memory_transition"
 
-    def __init__(self, state: str, target: str, event: str | None = None) -> None:
+    def __init__(self, machine: str, state: str, event: str) -> None:
+        target = COMMAND_TARGETS.get(event, event)
         super().__init__(
-            f"memory cannot transition from {state} to {target}",
+            machine,
+            state,
+            event,
+            message=f"memory cannot transition from {state} to {target}",
             details={"from": state, "to": target},
         )
-        self.machine = MACHINE_NAME
-        self.state = state
         self.target = target
-        self.event = event
+
+
+#: The lifecycle as a :class:`kernel.machine.Machine`: events are command types, each
+#: edge of :data:`TRANSITIONS` labelled with the command that leads to its target.
+MACHINE: Final[Machine[str, str, object]] = Machine(
+    name=MACHINE_NAME,
+    initial="candidate",
+    table={
+        state: {kind: target for kind, target in COMMAND_TARGETS.items() if target in targets}
+        for state, targets in TRANSITIONS.items()
+    },
+    refusal=IllegalMemoryTransition,
+)
 
 
 def next_state(state: str, command_type: str) -> str:
     """The table as a function: the state ``command_type`` leads to from ``state``."""
-    target = COMMAND_TARGETS.get(command_type)
-    if target is None:
+    if command_type not in COMMAND_TARGETS:
         raise InvalidArgument("unsupported MemoryCommand type", details={"type": command_type})
-    if target not in TRANSITIONS.get(state, frozenset()):
-        raise IllegalMemoryTransition(state, target, command_type)
-    return target
+    return MACHINE.step(state, command_type)[0]
 
 
 def state_diagram() -> str:
-    """Mermaid state diagram drawn from :data:`TRANSITIONS` (used by docs/memory.md)."""
-    verbs = {target: kind for kind, target in COMMAND_TARGETS.items()}
-    lines = ["stateDiagram-v2", "    [*] --> candidate", "    [*] --> active: propose(activate)"]
-    for source, targets in TRANSITIONS.items():
-        for target in sorted(targets, key=STATES.index):
-            lines.append(f"    {source} --> {target}: {verbs[target]}")
-    lines.append("    purged --> [*]")
-    return "\n".join(lines)
+    """Mermaid state diagram drawn from :data:`MACHINE` (used by docs/memory.md)."""
+    return MACHINE.diagram((("candidate", None), ("active", "propose(activate)")))
 
 
 # --------------------------------------------------------------------------- time

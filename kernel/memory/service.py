@@ -42,7 +42,14 @@ from kernel.canonical.checks import (
     timestamp,
 )
 from kernel.canonical.timestamps import iso_to_epoch_ms
-from kernel.errors import InvalidArgument, LegacyWriterFenced, RevisionConflict, StoreFailure
+from kernel.errors import (
+    IllegalTransition,
+    InvalidArgument,
+    LegacyWriterFenced,
+    RevisionConflict,
+    StoreFailure,
+)
+from kernel.machine import Machine
 from kernel.memory.conflicts import parse_conflict, record_conflict
 from kernel.memory.consolidation import ConsolidationSummarizer, consolidate_session
 from kernel.memory.deletion import (
@@ -64,7 +71,7 @@ from kernel.memory.policy import decide_supersession, promote_scope, reinforceme
 from kernel.memory.recall import recall_memory
 from kernel.ports import Clock, ContentPort, MemoryCommit, MemoryPort, NewId, PurgePort
 
-__all__ = ("AuthorityRegistry", "MemoryKernel", "RecallFn")
+__all__ = ("CUTOVER_MACHINE", "AuthorityRegistry", "IllegalCutover", "MemoryKernel", "RecallFn")
 
 #: ``recall(port, request) -> result`` (the recall pipeline, :mod:`kernel.memory.recall`).
 RecallFn = Callable[[MemoryPort, Mapping[str, Any]], Mapping[str, Any]]
@@ -90,6 +97,38 @@ STAGE_TRANSITIONS: Final[Mapping[str, frozenset[str]]] = MappingProxyType({
     "legacy_read_only": frozenset({"canonical_default", "retired"}),
     "retired": frozenset(),
 })
+
+
+class IllegalCutover(IllegalTransition, InvalidArgument):
+    """A binding that moves its scope key to a stage :data:`STAGE_TRANSITIONS` does not
+    allow from the current one.  On the wire it stays what the peer sends (code
+    ``invalid_argument``, ``illegal cutover transition from <stage> to <stage>``, no
+    details); it is also an :class:`IllegalTransition` naming machine, state and event
+    (the requested stage)."""
+
+    default_code = "invalid_argument"
+
+    def __init__(self, machine: str, state: str, event: str) -> None:
+        super().__init__(
+            machine,
+            state,
+            event,
+            message=f"illegal cutover transition from {state} to {event}",
+            details={},
+        )
+
+
+#: The cut-over stages as a :class:`kernel.machine.Machine`: an event is the stage a new
+#: binding names (a binding that keeps its stage is no transition).
+CUTOVER_MACHINE: Final[Machine[str, str, object]] = Machine(
+    name="cutover",
+    initial="inventory",
+    table={
+        stage: {target: target for target in STAGES if target in targets}
+        for stage, targets in STAGE_TRANSITIONS.items()
+    },
+    refusal=IllegalCutover,
+)
 _BINDING_FIELDS: Final = frozenset(
     {"scopeKey", "surface", "mode", "stage", "writerId", "generation", "leaseExpiresAt"}
 )
@@ -142,12 +181,8 @@ class AuthorityRegistry:
                 raise InvalidArgument("authority generation cannot move backwards")
             if nxt["generation"] == previous["generation"] and nxt != previous:
                 raise InvalidArgument("authority binding cannot change without a new generation")
-            if nxt["stage"] != previous["stage"] and (
-                nxt["stage"] not in STAGE_TRANSITIONS[previous["stage"]]
-            ):
-                raise InvalidArgument(
-                    f"illegal cutover transition from {previous['stage']} to {nxt['stage']}"
-                )
+            if nxt["stage"] != previous["stage"]:
+                CUTOVER_MACHINE.step(previous["stage"], nxt["stage"])
         self._bindings[nxt["scopeKey"]] = nxt
         return dict(nxt)
 
