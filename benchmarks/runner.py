@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import peer_run
-from benchmarks.workloads import PEER_FIGURES, WORKLOADS
+from benchmarks.workloads import MAX_SAMPLES, PEER_FIGURES, WORKLOADS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     for i, (name, n) in enumerate(plan, start=1):
         print(f"[{i}/{len(plan)}] {name} n={n} …", flush=True)
-        res = _run_worker(name, n, args.samples)
+        res = _run_worker(name, n, min(args.samples, MAX_SAMPLES.get(name, args.samples)))
         peer = PEER_FIGURES.get((name, n))
         if peer is not None and "p50_ms" in res:
             res["peer_p50_ms"] = peer

@@ -28,7 +28,16 @@ WORKLOADS: dict[str, list[int]] = {
     "cas_race": [1_000],
     "recall_lexical": [1_000, 10_000, 100_000],
     "deletion": [1, 100, 10_000],
+    # the default real adapters (benchmarks/store_bench.py); no peer figure: reported
+    "deletion_sqlite": [1, 100, 10_000],
+    "compaction_sqlite": [100, 1_000],
+    "compaction_jsonl": [100, 1_000],
+    "recall_lexical_sqlite": [1_000, 10_000, 100_000],
 }
+
+#: Timed samples at most, for workloads whose largest size takes tens of seconds a call
+#: (``--samples`` above it is lowered to this; the warm-up call still runs).
+MAX_SAMPLES: dict[str, int] = {"deletion_sqlite": 3}
 
 # Peer P50 figures (ms) from the issue texts, measured on this machine kind.
 PEER_FIGURES: dict[tuple[str, int], float] = {
@@ -434,6 +443,18 @@ def _deletion(n: int) -> tuple[Run, Extra]:
     return deletion(n)
 
 
+def _store(name: str) -> Callable[[int], tuple[Run, Extra]]:
+    """A workload on a real adapter (see ``benchmarks/store_bench.py``)."""
+
+    def build_store(n: int) -> tuple[Run, Extra]:
+        from benchmarks import store_bench
+
+        builder: Callable[[int], tuple[Run, Extra]] = getattr(store_bench, name)
+        return builder(n)
+
+    return build_store
+
+
 def _shadow_compare(n: int) -> tuple[Run, Extra]:
     from benchmarks.shadow_bench import build_compare
 
@@ -455,6 +476,10 @@ BUILDERS: dict[str, Callable[[int], tuple[Run, Extra]]] = {
     "cas_race": _cas_race,
     "recall_lexical": _recall_lexical,
     "deletion": _deletion,
+    "deletion_sqlite": _store("deletion_sqlite"),
+    "compaction_sqlite": _store("compaction_sqlite"),
+    "compaction_jsonl": _store("compaction_jsonl"),
+    "recall_lexical_sqlite": _store("recall_lexical_sqlite"),
 }
 
 
