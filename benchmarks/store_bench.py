@@ -55,6 +55,20 @@ class _Copies:
         shutil.rmtree(self.parent, ignore_errors=True)
 
 
+def _memory_store(records: list[dict[str, Any]]) -> Callable[[Path], None]:
+    """Builds ``memory.sqlite3`` holding ``records`` (seeded, then closed)."""
+    from kernel.adapters.sqlite.memory_store import SqliteMemoryPort
+
+    def build(folder: Path) -> None:
+        writer = SqliteMemoryPort(folder / "memory.sqlite3")
+        try:
+            writer.seed(records)
+        finally:
+            writer.close()
+
+    return build
+
+
 # --- deletion over the SQLite memory store --------------------------------------------------
 
 
@@ -68,15 +82,7 @@ def deletion_sqlite(n: int) -> tuple[Run, Extra]:
 
     records = bench_records(n)
     requests = deletion_requests(records)
-
-    def build(folder: Path) -> None:
-        port = SqliteMemoryPort(folder / "memory.sqlite3")
-        try:
-            port.seed(records)
-        finally:
-            port.close()
-
-    copies = _Copies("cmk-bench-deletion-sqlite-", build)
+    copies = _Copies("cmk-bench-deletion-sqlite-", _memory_store(records))
     state: dict[str, Any] = {}
 
     def setup() -> None:
@@ -221,20 +227,11 @@ def compaction_jsonl(n: int) -> tuple[Run, Extra]:
 
 
 def recall_lexical_sqlite(n: int) -> tuple[Run, Extra]:
-    from benchmarks.recall_bench import bench_records, request
+    from benchmarks.recall_bench import _median_ms, bench_records, request
     from kernel.adapters.sqlite.memory_store import SqliteMemoryPort
     from kernel.memory.recall import RecordIndex, recall_memory
 
-    raw = bench_records(n)
-
-    def build(folder: Path) -> None:
-        writer = SqliteMemoryPort(folder / "memory.sqlite3")
-        try:
-            writer.seed(raw)
-        finally:
-            writer.close()
-
-    copies = _Copies("cmk-bench-recall-sqlite-", build)
+    copies = _Copies("cmk-bench-recall-sqlite-", _memory_store(bench_records(n)))
     port = SqliteMemoryPort(copies.built / "memory.sqlite3", read_only=True)
     index = RecordIndex("canonical")
     index.rebuild(port)  # the projection recall follows (built untimed)
@@ -245,18 +242,10 @@ def recall_lexical_sqlite(n: int) -> tuple[Run, Extra]:
         assert outcome.path == "index" and outcome.degraded is None
         return outcome
 
-    def median_ms(fn: Callable[[], object], runs: int = 3) -> float:
-        times = []
-        for _ in range(runs):
-            t = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t) * 1000)
-        return round(statistics.median(times), 3)
-
     def extra() -> dict[str, Any]:
         out: dict[str, Any] = {"records": n}
-        out["rebuild_ms"] = median_ms(lambda: RecordIndex("canonical").rebuild(port), 1)
-        out["scan_ms"] = median_ms(lambda: recall_memory(port, req))
+        out["rebuild_ms"] = _median_ms(lambda: RecordIndex("canonical").rebuild(port), 1)
+        out["scan_ms"] = _median_ms(lambda: recall_memory(port, req))
         result = recall_memory(port, req, index=index).result
         out["results"] = len(result["results"])
         out["hits"] = result["totalCandidates"]

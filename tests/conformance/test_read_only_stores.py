@@ -78,15 +78,33 @@ def _memory_store(path: Path) -> Path:
     return path
 
 
+def _refuses_each(writes: list[Callable[[], Any]]) -> None:
+    for write in writes:
+        with pytest.raises(InvalidArgument) as caught:
+            write()
+        assert caught.value.code == "store_read_only"
+
+
 # --- the adapter ----------------------------------------------------------------------------
 
 
+#: The SQLite stores a read-only call opens: the port and its "no such store" error.
+READERS: dict[str, tuple[Callable[..., Any], type[KernelError]]] = {
+    "memory": (SqliteMemoryPort, MemoryStoreNotFound),
+    "session": (SqliteSessionPort, SessionStoreNotFound),
+}
+
+
+@pytest.mark.parametrize("store", sorted(READERS))
 @pytest.mark.parametrize("wal", [False, True])
-def test_a_read_only_open_of_a_foreign_database_changes_nothing(tmp_path: Path, wal: bool) -> None:
+def test_a_read_only_open_of_a_foreign_database_changes_nothing(
+    tmp_path: Path, wal: bool, store: str
+) -> None:
+    port, not_found = READERS[store]
     path = _foreign(tmp_path / "other.db", wal=wal)
     before = _listing(tmp_path)
-    with pytest.raises(MemoryStoreNotFound) as caught:
-        SqliteMemoryPort(path, read_only=True)
+    with pytest.raises(not_found) as caught:
+        port(path, read_only=True)
     assert caught.value.code == "not_found"
     assert caught.value.details == {"reason": "no_schema"}
     assert _listing(tmp_path) == before  # same bytes, no -wal / -shm / -journal
@@ -94,16 +112,18 @@ def test_a_read_only_open_of_a_foreign_database_changes_nothing(tmp_path: Path, 
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]
 
 
+@pytest.mark.parametrize("store", sorted(READERS))
 @pytest.mark.parametrize("content", [None, b"", b"not a database at all\n" * 10])
 def test_a_missing_empty_or_non_sqlite_store_is_not_found(
-    tmp_path: Path, content: bytes | None
+    tmp_path: Path, content: bytes | None, store: str
 ) -> None:
-    path = tmp_path / "memory.sqlite3"
+    port, not_found = READERS[store]
+    path = tmp_path / "store.sqlite3"
     if content is not None:
         path.write_bytes(content)
     before = _listing(tmp_path)
-    with pytest.raises(MemoryStoreNotFound) as caught:
-        SqliteMemoryPort(path, read_only=True)
+    with pytest.raises(not_found) as caught:
+        port(path, read_only=True)
     assert caught.value.code == "not_found"
     assert _listing(tmp_path) == before
     assert path.exists() == (content is not None)
@@ -131,10 +151,7 @@ def test_a_read_only_port_reads_a_store_and_refuses_writes(tmp_path: Path) -> No
             lambda: port.drop("mem-1"),
             lambda: port.restore(record),
         ]
-        for write in writes:
-            with pytest.raises(InvalidArgument) as caught:
-                write()
-            assert caught.value.code == "store_read_only"
+        _refuses_each(writes)
     finally:
         port.close()
     assert path.read_bytes() == db
@@ -300,29 +317,21 @@ def test_a_fifo_in_a_content_store_is_refused_at_once(tmp_path: Path, kind: str)
         within(5.0, lambda: port.get(ref, AccessContext("session", "s1", "cli")), path)
 
 
-def test_a_writer_never_alters_a_foreign_database(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", sorted(READERS))
+def test_a_writer_never_alters_a_foreign_database(tmp_path: Path, store: str) -> None:
     """A write method pointed at another program's SQLite file refuses it before changing
     anything in it: no schema, no journal mode switch, no side file."""
-    import sqlite3
-
-    from kernel.adapters.sqlite.memory_store import SqliteMemoryPort
-    from kernel.errors import StoreFailure
-
-    foreign = tmp_path / "app.db"
-    conn = sqlite3.connect(foreign)
-    conn.execute("CREATE TABLE t (x INTEGER)")
-    conn.execute("INSERT INTO t VALUES (1)")
-    conn.commit()
-    conn.close()
+    port = READERS[store][0]
+    foreign = _foreign(tmp_path / "app.db")
     before = foreign.read_bytes()
     with pytest.raises(StoreFailure) as exc:
-        SqliteMemoryPort(foreign)
+        port(foreign)
     assert exc.value.details == {"reason": "foreign_database"}
     assert foreign.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
-    fresh = tmp_path / "memory.sqlite3"  # a new or empty file still becomes a store
-    SqliteMemoryPort(fresh).close()
-    SqliteMemoryPort(fresh).close()  # and reopens as one
+    fresh = tmp_path / "store.sqlite3"  # a new or empty file still becomes a store
+    port(fresh).close()
+    port(fresh).close()  # and reopens as one
 
 
 # --- SQLite sessions ------------------------------------------------------------------------
@@ -352,21 +361,6 @@ def _session_store(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("wal", [False, True])
-def test_a_read_only_session_open_of_a_foreign_database_changes_nothing(
-    tmp_path: Path, wal: bool
-) -> None:
-    path = _foreign(tmp_path / "other.db", wal=wal)
-    before = _listing(tmp_path)
-    with pytest.raises(SessionStoreNotFound) as caught:
-        SqliteSessionPort(path, read_only=True)
-    assert caught.value.code == "not_found"
-    assert caught.value.details == {"reason": "no_schema"}
-    assert _listing(tmp_path) == before  # same bytes, no -wal / -shm / -journal
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]
-
-
 def test_a_memory_store_is_not_a_session_store(tmp_path: Path) -> None:
     path = _memory_store(tmp_path / "memory.sqlite3")
     before = _listing(tmp_path)
@@ -374,21 +368,6 @@ def test_a_memory_store_is_not_a_session_store(tmp_path: Path) -> None:
         SqliteSessionPort(path, read_only=True)
     assert caught.value.details == {"reason": "no_schema"}
     assert _listing(tmp_path) == before
-
-
-@pytest.mark.parametrize("content", [None, b"", b"not a database at all\n" * 10])
-def test_a_missing_empty_or_non_sqlite_session_store_is_not_found(
-    tmp_path: Path, content: bytes | None
-) -> None:
-    path = tmp_path / "sessions.db"
-    if content is not None:
-        path.write_bytes(content)
-    before = _listing(tmp_path)
-    with pytest.raises(SessionStoreNotFound) as caught:
-        SqliteSessionPort(path, read_only=True)
-    assert caught.value.code == "not_found"
-    assert _listing(tmp_path) == before
-    assert path.exists() == (content is not None)
 
 
 def test_a_read_only_session_port_reads_a_store_and_refuses_writes(tmp_path: Path) -> None:
@@ -416,10 +395,7 @@ def test_a_read_only_session_port_reads_a_store_and_refuses_writes(tmp_path: Pat
             lambda: port.append_compaction(operation, head),
             lambda: port.append_reconciliation(operation, head),
         ]
-        for write in writes:
-            with pytest.raises(InvalidArgument) as caught:
-                write()
-            assert caught.value.code == "store_read_only"
+        _refuses_each(writes)
     finally:
         port.close()
     assert path.read_bytes() == db
@@ -437,18 +413,6 @@ def test_a_read_only_session_port_sees_a_writers_later_commits(tmp_path: Path) -
     finally:
         writer.close()
         reader.close()
-
-
-def test_a_session_writer_never_alters_a_foreign_database(tmp_path: Path) -> None:
-    path = _foreign(tmp_path / "app.db")
-    before = _listing(tmp_path)
-    with pytest.raises(StoreFailure) as caught:
-        SqliteSessionPort(path)
-    assert caught.value.details == {"reason": "foreign_database"}
-    assert _listing(tmp_path) == before
-    fresh = tmp_path / "sessions.db"  # a new or empty file still becomes a store
-    SqliteSessionPort(fresh).close()
-    SqliteSessionPort(fresh).close()  # and reopens as one
 
 
 @pytest.mark.parametrize("kind", ["foreign", "memory_store", "not_sqlite"])

@@ -67,6 +67,7 @@ from kernel.memory.lifecycle import (
     RECEIPT_DOMAIN as MEMORY_RECEIPT_DOMAIN,
 )
 from kernel.ports import MemoryCommit
+from tests.kernel.test_memory_session_copies import mutable_ids, same_types
 
 AT = "2026-09-01T12:00:00.000Z"
 
@@ -546,33 +547,6 @@ _JSONISH = st.recursive(
 )
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Equal with the same types all the way down (NaN equal to NaN)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return bool(a == b)
-
-
-def _shares(a: Any, b: Any) -> bool:
-    """Whether ``a`` and ``b`` hold one and the same dict or list anywhere."""
-
-    def mutable(value: Any) -> set[int]:
-        if isinstance(value, dict):
-            return {id(value)}.union(*(mutable(v) for v in value.values()))
-        if isinstance(value, list | tuple):
-            inner = set().union(*(mutable(v) for v in value))
-            return inner | {id(value)} if isinstance(value, list) else inner
-        return set()
-
-    return bool(mutable(a) & mutable(b))
-
-
 @settings(max_examples=500, deadline=None)
 @given(st.dictionaries(st.sampled_from(["requestId", "null", "x", "y", "z"]), _JSONISH, max_size=5))
 def test_the_store_gives_back_a_private_deep_copy_of_what_it_was_given(
@@ -582,9 +556,9 @@ def test_the_store_gives_back_a_private_deep_copy_of_what_it_was_given(
     operation = {**value, "requestId": "r-1"}
     port.put_reconciliation(operation)
     first, second = port.get_reconciliation("r-1"), port.get_reconciliation("r-1")
-    assert _same(first, operation) and _same(second, operation)  # tuples, NaN: as given
-    assert not _shares(first, operation) and not _shares(first, second)
-    assert _same(port.reconciliations()["r-1"], operation)
+    assert same_types(first, operation) and same_types(second, operation)  # tuples, NaN too
+    assert not mutable_ids(first) & (mutable_ids(operation) | mutable_ids(second))
+    assert same_types(port.reconciliations()["r-1"], operation)
 
 
 def test_the_instruction_count_harness_runs_and_restores_the_clock() -> None:

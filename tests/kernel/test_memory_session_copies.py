@@ -28,25 +28,26 @@ _VALUES = st.recursive(
 )
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_types(a: Any, b: Any) -> bool:
     """Equal with the same types all the way down (NaN equal to NaN)."""
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+        return list(a) == list(b) and all(same_types(a[k], b[k]) for k in a)
     if isinstance(a, list | tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(same_types(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) and math.isnan(a):
         return math.isnan(b)
     return bool(a == b)
 
 
-def _mutable_ids(value: Any) -> set[int]:
-    """The ids of every dict and list inside ``value``."""
+def mutable_ids(value: Any) -> set[int]:
+    """The ids of every dict and list inside ``value`` (two values share state when these
+    meet)."""
     if isinstance(value, dict):
-        return {id(value)}.union(*(_mutable_ids(v) for v in value.values()))
+        return {id(value)}.union(*(mutable_ids(v) for v in value.values()))
     if isinstance(value, list | tuple):
-        inner = set().union(*(_mutable_ids(v) for v in value))
+        inner = set().union(*(mutable_ids(v) for v in value))
         return inner | {id(value)} if isinstance(value, list) else inner
     return set()
 
@@ -60,12 +61,12 @@ def test_a_snapshot_is_a_deep_copy_of_the_items_and_shares_nothing(
     port.seed("s", items=items)
     snapshot = port.read_snapshot("s")
     assert snapshot is not None
-    assert _same(list(snapshot.items), json_copy(items))
+    assert same_types(list(snapshot.items), json_copy(items))
     again = port.read_snapshot("s")
     assert again is not None
-    assert not _mutable_ids(list(snapshot.items)) & _mutable_ids(list(again.items))
-    assert not _mutable_ids(list(snapshot.items)) & _mutable_ids(items)
-    assert _same(port.evidence("s"), json_copy(items))
+    assert not mutable_ids(list(snapshot.items)) & mutable_ids(list(again.items))
+    assert not mutable_ids(list(snapshot.items)) & mutable_ids(items)
+    assert same_types(port.evidence("s"), json_copy(items))
 
 
 def test_values_json_cannot_carry_are_kept_as_given() -> None:
@@ -79,7 +80,7 @@ def test_values_json_cannot_carry_are_kept_as_given() -> None:
         port.seed("s", items=[item])
         snapshot = port.read_snapshot("s")
         assert snapshot is not None
-        assert _same(list(snapshot.items), json_copy([item]))
+        assert same_types(list(snapshot.items), json_copy([item]))
 
 
 def test_snapshots_are_private_and_follow_every_change() -> None:
