@@ -208,7 +208,7 @@ def kernel_digest(
 
     The gate is ``keys``: a :class:`CanonicalKeys` whose names hold every dict key of
     ``value`` (``None``: the exact path).  The value's scalars must be strings, booleans,
-    ``None``, integers within ±2**53 and floats that both encoders print alike
+    ``None``, safe integers (±(2**53 - 1)) and floats that both encoders print alike
     (non-integral, ``1e-4 <= |x| < 2**52``), as every normalized value is.  Then the
     canonical JSON of both profiles is the sorted-keys output of the encoder
     ``kernel.canonical.digest`` uses for its own fast paths; a value the encoder refuses

@@ -352,14 +352,32 @@ _PRIORITY_SPAN: Final = 1_000_000  # priorities are 0..1,000,000 (20 bits)
 
 def _order_keys(batch: ItemBatch, protected: Sequence[bool]) -> list[int]:
     """:func:`item_order_key` without the itemId, packed into one int:
-    ``(not protected, -priority, kind order, eventSequence)`` as 1+20+4+54 bits."""
-    kinds, span, kind_order = batch.kinds, _PRIORITY_SPAN, _KIND_ORDER
-    if True not in protected and len(one_kind := set(kinds)) == 1:
-        top = ((1 << 20 | span) << 4 | kind_order[one_kind.pop()]) << 54
-        return [top - (p << 58) + s for p, s in zip(batch.priorities, batch.sequences, strict=True)]
+    ``(not protected, -priority, kind order, eventSequence)`` as 1+20+4+54 bits.  When
+    no item is protected and all share one kind (:func:`_one_unprotected_kind`, the gate)
+    the constant high bits are computed once; else :func:`_packed_order_keys`."""
+    kind = _one_unprotected_kind(batch.kinds, protected)
+    if kind is None:
+        return _packed_order_keys(batch, protected)
+    top = ((1 << 20 | _PRIORITY_SPAN) << 4 | _KIND_ORDER[kind]) << 54
+    return [top - (p << 58) + s for p, s in zip(batch.priorities, batch.sequences, strict=True)]
+
+
+def _one_unprotected_kind(kinds: Sequence[str], protected: Sequence[bool]) -> str | None:
+    """The kind every item has, when no item is protected; else ``None``."""
+    if True in protected:
+        return None
+    distinct = set(kinds)
+    return distinct.pop() if len(distinct) == 1 else None
+
+
+def _packed_order_keys(batch: ItemBatch, protected: Sequence[bool]) -> list[int]:
+    """The packed order keys, item by item (the exact path of :func:`_order_keys`)."""
+    span, kind_order = _PRIORITY_SPAN, _KIND_ORDER
     return [
         (((0 if pr else 1) << 20 | (span - p)) << 4 | kind_order[k]) << 54 | s
-        for pr, p, k, s in zip(protected, batch.priorities, kinds, batch.sequences, strict=True)
+        for pr, p, k, s in zip(
+            protected, batch.priorities, batch.kinds, batch.sequences, strict=True
+        )
     ]
 
 

@@ -1,8 +1,11 @@
 """The planner's fast paths equal the exact ones, byte for byte (key order included).
 
 * :func:`kernel.canonical.item_batch.context_item_batch` — the columnar validation of a
-  homogeneous batch — gives the columns, item dicts and errors of the exact per-item
-  ``normalize_context_item``, and is actually taken for the batches it is meant for;
+  batch, whose items may carry optional fields on some items only — gives the columns,
+  item dicts and errors of the exact per-item ``normalize_context_item``, and is actually
+  taken for the batches it is meant for: generated valid batches and the benchmark
+  workloads' own (plan; compaction's snapshot and selection); a bug inside it surfaces
+  (nothing swallows it);
 * :func:`kernel.planning.planner.plan_context` equals the kernel's specification,
   :func:`kernel.planning.reference.reference_plan` (the algorithm of the planner's
   docstring on normalized dicts, digested with the exact ``kernel.canonical.digest.digest``), for
@@ -24,7 +27,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.workloads import plan_request
+from benchmarks.workloads import (
+    COMPACTION_REQUEST,
+    COMPACTION_SESSION,
+    _session_port,
+    compaction_items,
+    plan_request,
+)
 from kernel.canonical import item_batch as normalize_batch
 from kernel.canonical.item_batch import context_item_batch, normalize_context_items
 from kernel.canonical.items import (
@@ -33,8 +42,10 @@ from kernel.canonical.items import (
     normalize_context_item,
 )
 from kernel.errors import KernelError
+from kernel.planning import planner
 from kernel.planning.partitions import KIND_PARTITION
 from kernel.planning.planner import (
+    item_order_key,
     plan_context,
 )
 from kernel.planning.reference import reference_plan
@@ -171,10 +182,60 @@ class Text(str):
     """A str subclass: the exact path converts it, so the fast path must not take it."""
 
 
+#: Optional fields an item of a mixed batch may carry on its own.
+OPTIONAL_FLAGS = (
+    "scoped",
+    "sequence",
+    "revision",
+    "uri",
+    "source_digest",
+    "actor",
+    "degraded",
+    "expires",
+    "binding",
+    "content_ref",
+)
+
+
+@st.composite
+def mixed_items(draw: st.DrawFn, max_size: int = 16) -> list[dict[str, Any]]:
+    """Valid items whose optional fields are drawn per item: key sets differ between
+    items (and between their sourceRefs and provenances); the first item may lack a
+    field later ones have."""
+    items = []
+    for i in range(draw(st.integers(1, max_size))):
+        (item,) = draw(homogeneous_items(max_size=1))
+        item["itemId"] = f"mixed-{i}"
+        item["sourceRef"]["id"] = f"e-{i}"
+        flags = set(draw(st.lists(st.sampled_from(OPTIONAL_FLAGS), unique=True)))
+        if "scopeId" in item and "scoped" not in flags:
+            del item["scopeId"]
+            item["scope"] = "global"
+        for flag, remove in (
+            ("sequence", ("sourceRef", "eventSequence")),
+            ("revision", ("sourceRef", "revision")),
+            ("uri", ("sourceRef", "uri")),
+            ("source_digest", ("sourceRef", "digest")),
+            ("actor", ("provenance", "actor")),
+            ("degraded", ("provenance", "degraded")),
+        ):
+            if flag not in flags:
+                item[remove[0]].pop(remove[1], None)
+        if "expires" not in flags:
+            item.pop("expiresAt", None)
+        if "binding" not in flags:
+            item.pop("binding", None)
+        if "contentRef" in item and "content_ref" not in flags:
+            del item["contentRef"]
+            item["content"] = "plain"
+        items.append(item)
+    return items
+
+
 @st.composite
 def item_batches(draw: st.DrawFn) -> tuple[list[dict[str, Any]], bool]:
     """(items, pristine): pristine batches are valid and meant for the columnar path."""
-    items = draw(homogeneous_items())
+    items = draw(homogeneous_items() if draw(st.booleans()) else mixed_items())
     pristine = True
     if draw(st.booleans()):  # supply the right digests (verified, then dropped for hashing)
         for item in items:
@@ -188,6 +249,25 @@ def item_batches(draw: st.DrawFn) -> tuple[list[dict[str, Any]], bool]:
     if draw(st.integers(0, 9)) == 0:
         items[0]["kind"] = Text(items[0]["kind"])
         pristine = False
+    if draw(st.integers(0, 9)) == 0:  # a field removed from one item
+        index = draw(st.integers(0, len(items) - 1))
+        key = draw(st.sampled_from(["itemId", "scopeId", "content", "contentRef", "createdAt"]))
+        if key in items[index]:
+            del items[index][key]
+            pristine = False
+    if draw(st.integers(0, 9)) == 0:  # one item has both content and contentRef
+        index = draw(st.integers(0, len(items) - 1))
+        if "content" in items[index]:
+            items[index]["contentRef"] = {
+                "store": "blob",
+                "objectId": "o",
+                "digest": "sha256:" + "c" * 64,
+                "byteLength": 1,
+                "summary": "s",
+                "recoverable": True,
+            }
+            items[index].pop("digest", None)
+            pristine = False
     return items, pristine
 
 
@@ -312,6 +392,62 @@ def test_benchmark_workload_takes_the_columnar_path_and_matches(digests: bool) -
     assert plan["selectedItemIds"] and len(plan["dropped"]) == 2_000 - len(plan["selected"])
 
 
+def test_the_columnar_path_knows_every_item_field() -> None:
+    assert frozenset(normalize_batch._ITEM_TYPES) == normalize_batch._ITEM_FIELDS
+    assert normalize_batch._ITEM_REQUIRED <= normalize_batch._ITEM_FIELDS
+
+
+def _compaction_batches(n: int) -> dict[str, list[dict[str, Any]]]:
+    """The batches the compaction benchmark hands to ``context_item_batch``: the raw
+    workload, the snapshot the seeded port gives back (normalized items; the goal alone
+    has a ``binding``) and the plan's selection."""
+    port = _session_port(compaction_items(n))
+    snapshot = port.read_snapshot(COMPACTION_SESSION)
+    assert snapshot is not None
+    originals = list(snapshot.items)
+    request = {
+        **{k: v for k, v in COMPACTION_REQUEST.items() if k != "sessionId"},
+        "items": originals,
+        "sessionHead": snapshot.head,
+        "memoryRevision": 1,
+        "now": "2026-08-29T00:00:00.000Z",
+    }
+    plan = plan_context(request)
+    return {"raw": compaction_items(n), "snapshot": originals, "selected": plan["selected"]}
+
+
+@pytest.mark.parametrize("batch", ["raw", "snapshot", "selected"])
+def test_compaction_workload_takes_the_columnar_path_and_matches(batch: str) -> None:
+    items = _compaction_batches(1_000)[batch]
+    assert any("binding" in item for item in items)  # key sets differ: an optional field
+    assert any("binding" not in item for item in items) or batch == "selected"
+    fast = normalize_batch._columnar(items)
+    assert fast is not None, "the columnar path declined the compaction benchmark's batch"
+    exact = [normalize_context_item(item) for item in items]
+    assert list(fast.digests) == [item["digest"] for item in exact]
+    assert json.dumps([fast.item(i) for i in range(len(items))]) == json.dumps(exact)
+
+
+def test_compaction_workload_in_reverse_order_takes_the_columnar_path() -> None:
+    """The first item lacks the field a later one has (found by counting keys)."""
+    items = _compaction_batches(200)["snapshot"][::-1]
+    assert "binding" not in items[0]
+    assert normalize_batch._columnar(items) is not None
+
+
+def test_a_bug_in_the_columnar_path_is_not_swallowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the exact checks' refusals make it decline: any other error surfaces."""
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("bug in the fast path")
+
+    monkeypatch.setattr(normalize_batch, "_iso", broken)
+    with pytest.raises(RuntimeError, match="bug in the fast path"):
+        plan_context(_benchmark_request(5))
+    with pytest.raises(RuntimeError, match="bug in the fast path"):
+        normalize_context_items(_compaction_batches(5)["snapshot"])
+
+
 def test_a_wrong_supplied_digest_is_still_reported() -> None:
     request = _benchmark_request(50, digests=True)
     request["items"][7]["digest"] = "sha256:" + "0" * 64
@@ -345,3 +481,35 @@ def test_collation_keys_order_as_the_single_key(identifiers: list[str]) -> None:
     assert sorted(lower, key=identifier_collation_key) == [
         lower[i] for i in sorted(range(len(lower)), key=keys.__getitem__)
     ]
+
+
+@SETTINGS
+@given(item_batches(), st.data())
+def test_order_keys_equal_the_item_by_item_packing(
+    case: tuple[list[dict[str, Any]], bool], data: st.DataObject
+) -> None:
+    """``_order_keys``'s one-kind shortcut equals the exact packing, and both order as
+    :func:`kernel.planning.planner.item_order_key` (itemId aside)."""
+    items, _ = case
+    try:
+        batch = context_item_batch(items)
+    except KernelError:
+        return
+    n = len(batch.ids)
+    protected = data.draw(
+        st.sampled_from([[False] * n, [True] * n])
+        | st.lists(st.booleans(), min_size=n, max_size=n)
+    )
+    keys = planner._order_keys(batch, protected)
+    assert keys == planner._packed_order_keys(batch, protected)
+    exact = [
+        item_order_key(batch.item(i), protected[i])[:4] for i in range(n)
+    ]
+    assert sorted(range(n), key=keys.__getitem__) == sorted(range(n), key=exact.__getitem__)
+
+
+def test_the_benchmark_plan_takes_the_one_kind_shortcut() -> None:
+    request = _benchmark_request(1_000)
+    batch = context_item_batch(request["items"])
+    protected = planner._protected(batch)
+    assert planner._one_unprotected_kind(batch.kinds, protected) == "message"

@@ -1,0 +1,149 @@
+"""``kernel_digest``'s gate is a proof, not a caller's flag.
+
+* :class:`kernel.canonical.items.CanonicalKeys` is made by ``canonical_keys`` only (the
+  class cannot be called or subclassed), and only for names whose byte order is the
+  peer's order — so every subset of them sorts alike under both profiles;
+* ``kernel_digest`` equals the exact ``kernel.canonical.digest.digest`` on generated
+  values built from proven names, outputs and errors, for both profiles;
+* the fast path is taken where the benchmarks need it: the item, record and plan key
+  proofs exist, and the benchmark plan's every key is among the plan proof's names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks.recall_bench import bench_records
+from benchmarks.workloads import plan_request
+from kernel.canonical import digest as D
+from kernel.canonical import records as R
+from kernel.canonical.items import (
+    ITEM_KEYS,
+    CanonicalKeys,
+    canonical_keys,
+    kernel_digest,
+    kernel_value_digest,
+)
+from kernel.errors import KernelError
+from kernel.planning import planner as P
+
+
+def test_only_the_checker_makes_a_proof() -> None:
+    with pytest.raises(TypeError):
+        CanonicalKeys(frozenset({"a"}))  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+
+        class Forged(CanonicalKeys):  # the class statement itself raises
+            pass
+
+    proof = canonical_keys([{"a", "b"}])
+    assert proof is not None and proof.names == frozenset({"a", "b"})
+    with pytest.raises(AttributeError):
+        proof.names = frozenset({"B", "a"})  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        {"a", "B"},  # bytes: B < a; the peer: a < B
+        {"1", "10", "9"},  # array-index keys come first, in numeric order
+        {"é", "f"},  # not ASCII
+        {"a_b", "a-b"},  # bytes: - < _; the peer: _ < -
+        {"\x00"},  # an ignorable control: not portable
+    ],
+)
+def test_no_proof_where_byte_order_is_not_the_peer_order(names: set[str]) -> None:
+    assert canonical_keys([names]) is None
+
+
+def test_a_mixture_of_sets_is_proved_as_their_union() -> None:
+    assert canonical_keys([{"fooBar"}, {"fooa"}]) is None  # bytes: B < a; the peer: a < B
+    assert canonical_keys([{"fooBar", "fooCar"}]) is not None
+
+
+def test_the_benchmarks_proofs_exist() -> None:
+    """A missing proof silently sends every digest to the exact path: a dead fast path."""
+    assert ITEM_KEYS is not None
+    assert R._MEMORY_KEYS is not None
+    assert P._PLAN_KEYS is not None
+    assert ITEM_KEYS.names <= P._PLAN_KEYS.names
+
+
+def _keys(value: Any) -> set[str]:
+    if type(value) is dict:
+        return set(value).union(*map(_keys, value.values()))
+    if type(value) is list:
+        return set().union(*map(_keys, value))
+    return set()
+
+
+def test_the_benchmark_plan_is_digested_on_the_fast_path() -> None:
+    """Every key of the benchmark's plan is a proven name, no value is refused by the
+    encoder, and the digest equals the exact path's."""
+    assert P._PLAN_KEYS is not None
+    plan = P.plan_context(plan_request(2_000))
+    body = {k: v for k, v in plan.items() if k != "digest"}
+    assert _keys(body) <= P._PLAN_KEYS.names
+    assert D._ENCODER(body, True)  # not refused
+    for profile in D.PROFILES:
+        assert kernel_digest(body, P.CONTEXT_PLAN_DOMAIN, profile, P._PLAN_KEYS) == D.digest(
+            body, P.CONTEXT_PLAN_DOMAIN, profile
+        )
+    assert plan["digest"] == D.digest(body, P.CONTEXT_PLAN_DOMAIN, "peer")
+
+
+def test_the_benchmark_records_take_the_record_fast_path() -> None:
+    """The recall/deletion benchmarks' records pass ``_record_digest``'s score check."""
+    assert R._MEMORY_KEYS is not None
+    for raw in bench_records(200):
+        record = R.normalize_memory_record(raw)
+        assert _keys(record) <= R._MEMORY_KEYS.names
+        assert R._plain_number(record["confidence"]) and R._plain_number(record["importance"])
+
+
+_NAMES = sorted(
+    (ITEM_KEYS.names if ITEM_KEYS is not None else frozenset())
+    | (P._PLAN_KEYS.names if P._PLAN_KEYS is not None else frozenset())
+)
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53 - 1), 2**53 - 1)  # safe integers: what every check allows
+    | st.text(max_size=8)  # lone surrogates included: the encoder refuses, the exact path decides
+    | st.floats(min_value=1e-4, max_value=1e6).filter(lambda x: not x.is_integer())
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda kids: st.lists(kids, max_size=4)
+    | st.dictionaries(st.sampled_from(_NAMES), kids, max_size=6),
+    max_leaves=20,
+)
+
+
+def _outcome(fn: Callable[[], str]) -> Any:
+    try:
+        return ("ok", fn())
+    except KernelError as exc:
+        return ("error", exc.code, exc.details)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(_NAMES), _VALUES, max_size=8), st.sampled_from(D.PROFILES))
+def test_kernel_digest_equals_the_exact_digest(value: dict[str, Any], profile: Any) -> None:
+    proof = canonical_keys([_NAMES])
+    assert proof is not None
+    exact = _outcome(lambda: D.digest(value, "test.domain/v1", profile))
+    assert _outcome(lambda: kernel_digest(value, "test.domain/v1", profile, proof)) == exact
+    assert _outcome(lambda: kernel_digest(value, "test.domain/v1", profile, None)) == exact
+    assert _outcome(lambda: kernel_value_digest(value, "test.domain/v1", profile, True)) == exact
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.sampled_from(_NAMES)))
+def test_every_subset_of_proven_names_sorts_as_the_peer_orders(names: set[str]) -> None:
+    assert tuple(sorted(names)) == D.peer_key_order(sorted(names))
