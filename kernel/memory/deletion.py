@@ -246,11 +246,12 @@ def _receipt_digest(receipt: Mapping[str, Any], receipts_plain: bool | None = No
 
 
 def _sealed(operation: Mapping[str, Any], receipt: Mapping[str, Any]) -> dict[str, Any]:
-    """The operation as stored once purged (the store copies it, with the receipt)."""
+    """The operation as stored once purged (the store copies it, with the receipt): the
+    ``purge_committed`` step of its stored state, taken before anything is written."""
     sealed = dict(operation)
     sealed.pop("contentRef", None)
     sealed.pop("evidenceRefs", None)
-    sealed["state"] = "purged"
+    _advance(sealed, "purge_committed")
     sealed["receipt"] = receipt
     return sealed
 
@@ -304,17 +305,15 @@ def _purge_and_seal(
     receipt = deletion_receipt(
         ctx, operation, "purged", verified_fields(purged), stores, completed_at, plain
     )
-    committed = ctx.memory.commit(
-        MemoryCommit(purged, event, _sealed(operation, receipt)),
-        tombstone["revision"],
-    )
+    sealed = _sealed(operation, receipt)
+    committed = ctx.memory.commit(MemoryCommit(purged, event, sealed), tombstone["revision"])
     if not committed.ok:
         _advance(operation, "purge_commit_lost")
         ctx.memory.put_reconciliation(operation)
         return deletion_receipt(
             ctx, operation, "reconciliation_required", tombstone, stores, completed_at, plain
         )
-    _advance(operation, "purge_committed")
+    operation["state"] = sealed["state"]
     return receipt
 
 

@@ -191,6 +191,44 @@ def test_illegal_transition_names_machine_state_and_event() -> None:
     assert err.details == {"machine": "compaction", "state": "idle", "event": "CasCommitted"}
 
 
+def test_an_unknown_commit_outcome_only_announces() -> None:
+    """The store raised during the CAS: the caller gets the error, ``reconcile`` the truth;
+    the machine asks for no reconciliation receipt (the provider path does)."""
+    names = ["CompactionRequested", "SnapshotRead", "CandidateBuilt", "CandidateVerified"]
+    machine, _ = _walk(names)
+    rr, effects = c.step(machine, c.OutcomeUnknown(AT, "commit_outcome_unknown"))
+    assert rr.state is S.RECONCILIATION_REQUIRED
+    assert effects == (
+        c.Announce("reconciliation_required", "op-1", "session-1", "commit_outcome_unknown"),
+    )
+    summarizing, _ = _walk(["CompactionRequested", "SnapshotRead", "SummaryRequested"])
+    _, effects = c.step(summarizing, c.OutcomeUnknown(AT, "provider_usage_unsettled"))
+    assert [type(e).__name__ for e in effects] == [
+        "Announce",
+        "PersistReconciliation",
+        "ReturnReceipt",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "event", "kinds"),
+    [
+        (s, e, c.MACHINE.effects.get((s, e), ()))
+        for s, row in c.TRANSITIONS.items()
+        for e in row
+    ],
+)
+def test_every_edge_emits_what_the_table_says(source: S, event: type[Any], kinds: Any) -> None:
+    target = c.TRANSITIONS[source][event]
+    entered = c.EDGE_EFFECTS.get((source, event), c.ON_ENTER.get(target, ()))
+    assert kinds == (() if target is source else entered)
+    returns = target in (S.COMMITTED, S.STALE, S.RECONCILIATION_REQUIRED)
+    if returns and (source, event) not in c.EDGE_EFFECTS:
+        assert kinds[-1] is c.ReturnReceipt  # every path that ends in a receipt returns one
+    if target is S.ABORTED:
+        assert kinds == (c.Announce,)
+
+
 def test_state_diagram_lists_every_transition() -> None:
     diagram = c.state_diagram()
     count = sum(len(row) for row in c.TRANSITIONS.values())

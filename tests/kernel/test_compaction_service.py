@@ -165,11 +165,16 @@ def test_store_failure_during_commit_is_an_unknown_outcome() -> None:
             raise StoreFailure("disk went away")
 
     for committed in (False, True):
-        kernel, _ = setup(port=Flaky(committed))
+        events: list[Announce] = []
+        kernel, port = setup(events, port=Flaky(committed))
         with pytest.raises(StoreFailure) as info:
             kernel.compact_context({**REQUEST, "operationId": "op-x"})
         lifecycle = info.value.compaction_lifecycle  # type: ignore[attr-defined]
         assert lifecycle[-1]["state"] == "reconciliation_required"
+        assert lifecycle[-1]["details"] == {"code": "commit_outcome_unknown"}
+        # announced, but nothing persisted: only reconcile can tell whether it landed
+        assert [e.name for e in events] == ["started", "reconciliation_required"]
+        assert port.reconciliations(SID) == []
         settled = kernel.reconcile("op-x")
         assert settled["status"] == ("committed" if committed else "not_found")
 
@@ -193,6 +198,56 @@ def test_concurrent_retry_of_the_same_operation_returns_the_stored_receipt() -> 
 
     retry = CompactionKernel(Forgetful(), clock=lambda: T0 + 5, new_id=lambda: "zz")
     assert retry.compact_context({**REQUEST, "operationId": "op-1"}) == original
+
+
+def test_the_loop_carries_out_the_machines_effects_in_order() -> None:
+    """Every port call is an effect the machine asked for, in the machine's order."""
+    calls: list[str] = []
+
+    class Recording(InMemorySessionPort):
+        def read_snapshot(self, session_id: str) -> Any:
+            calls.append("ReadSnapshot")
+            return super().read_snapshot(session_id)
+
+        def append_compaction(self, event: Any, expected_head: str) -> CasResult:
+            calls.append(f"AppendCompaction({expected_head})")
+            return super().append_compaction(event, expected_head)
+
+    def summarizer(dropped: Any, ctx: Any) -> Any:
+        calls.append("InvokeSummarizer")
+        return summary_for(dropped)
+
+    class Announced(list[Announce]):
+        def append(self, effect: Announce) -> None:
+            calls.append(f"Announce({effect.name})")
+
+    kernel, _ = setup(Announced(), port=Recording())
+    receipt = kernel.compact_context({**REQUEST, "operationId": "op-o", "summarizer": summarizer})
+    assert receipt["status"] == "committed"
+    assert calls == [
+        "Announce(started)",
+        "ReadSnapshot",
+        "InvokeSummarizer",
+        "AppendCompaction(head:1)",
+        "Announce(committed)",
+    ]
+    assert [e["state"] for e in receipt["lifecycle"]] == [
+        "evaluating", "preparing", "summarizing", "verifying", "committing", "committed"
+    ]
+
+
+def test_a_lost_reconciliation_cas_returns_stale_not_the_pending_receipt() -> None:
+    class Moved(InMemorySessionPort):
+        def append_reconciliation(self, receipt: Any, expected_head: str) -> CasResult:
+            return CasResult(False, current_head="head:moved")
+
+    events: list[Announce] = []
+    kernel, _ = setup(events, port=Moved())
+    output = lambda dropped, ctx: {**summary_for(dropped), "usageReceipt": {"outcome": "unknown"}}  # noqa: E731
+    receipt = kernel.compact_context({**REQUEST, "operationId": "op-m", "summarizer": output})
+    assert (receipt["status"], receipt["currentHead"]) == ("stale", "head:moved")
+    assert receipt["lifecycle"][-1]["state"] == "reconciliation_required"
+    assert [e.name for e in events] == ["started", "reconciliation_required"]
 
 
 def test_shadow_mode_cannot_mutate() -> None:

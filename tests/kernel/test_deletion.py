@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
-from kernel.errors import KernelError
-from kernel.memory.deletion import OPERATION_TRANSITIONS
+from kernel.errors import IllegalTransition, KernelError
+from kernel.memory.deletion import OPERATION_MACHINE, OPERATION_TRANSITIONS
 from kernel.memory.lifecycle import merge_replica_record
 from kernel.memory.service import MemoryKernel
 from shadow.memory_methods import (
@@ -210,6 +210,56 @@ def test_operation_table_ends_in_purged() -> None:
     assert all(
         "purged" in t for s, t in OPERATION_TRANSITIONS.items() if s not in ("prepared", "purged")
     )
+
+
+@pytest.mark.parametrize("stored", ["prepared", "purged", "restored"])
+@pytest.mark.parametrize(
+    ("still_failing", "event"), [(True, "copy_pending"), (False, "purge_committed")]
+)
+def test_a_stored_state_the_table_does_not_allow_is_an_illegal_transition(
+    stored: str, still_failing: bool, event: str
+) -> None:
+    """A reconciliation resumes from the stored operation's state; one the table cannot
+    leave is refused by the machine (never ``AssertionError``) before the operation or
+    the record is written again."""
+    failing = ProjectionPurgePort("index")
+    failing.fail_with({"message": "x", "code": "down"})
+    kernel, memory = build(failing)
+    kernel.delete_memory(request())
+    memory.put_reconciliation({**memory.get_reconciliation("del-1"), "state": stored})
+    if still_failing:
+        failing.fail_with({"message": "x", "code": "down"})
+    with pytest.raises(IllegalTransition) as info:
+        kernel.reconcile("del-1")
+    error = info.value
+    assert (error.machine, error.state, error.event) == ("deletion", stored, event)
+    assert error.details == {"machine": "deletion", "state": stored, "event": event}
+    assert memory.get_reconciliation("del-1")["state"] == stored
+    assert memory.read("mem-1")["state"] == "deleted"
+
+
+@pytest.mark.parametrize(
+    ("state", "event", "target"),
+    [
+        ("prepared", "tombstone_committed", "tombstoned"),
+        ("tombstoned", "copy_pending", "purge_pending"),
+        ("tombstoned", "purge_commit_lost", "commit_pending"),
+        ("tombstoned", "purge_committed", "purged"),
+        ("purge_pending", "copy_pending", "purge_pending"),
+        ("purge_pending", "purge_commit_lost", "commit_pending"),
+        ("purge_pending", "purge_committed", "purged"),
+        ("commit_pending", "copy_pending", "purge_pending"),
+        ("commit_pending", "purge_commit_lost", "commit_pending"),
+        ("commit_pending", "purge_committed", "purged"),
+    ],
+)
+def test_operation_machine_edges(state: str, event: str, target: str) -> None:
+    assert OPERATION_MACHINE.step(state, event) == (target, ())
+
+
+def test_operation_machine_has_exactly_the_listed_edges() -> None:
+    assert sum(1 for _ in OPERATION_MACHINE.edges()) == 10
+    assert OPERATION_MACHINE.terminal == frozenset({"purged"})
 
 
 # --------------------------------------------------------------------------- properties
