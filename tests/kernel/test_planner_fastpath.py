@@ -183,18 +183,7 @@ class Text(str):
 
 
 #: Optional fields an item of a mixed batch may carry on its own.
-OPTIONAL_FLAGS = (
-    "scoped",
-    "sequence",
-    "revision",
-    "uri",
-    "source_digest",
-    "actor",
-    "degraded",
-    "expires",
-    "binding",
-    "content_ref",
-)
+OPTIONAL_FLAGS = SHAPE_FLAGS[: SHAPE_FLAGS.index("content_ref") + 1]
 
 
 @st.composite

@@ -5,7 +5,6 @@ same error — and the recall/deletion benchmarks' records take every inline gat
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from hypothesis import given, settings
@@ -15,19 +14,11 @@ from benchmarks.recall_bench import bench_records
 from kernel.canonical import records as R
 from kernel.canonical.checks import identifier, timestamp
 from kernel.canonical.items import _provenance, _string_set
-from kernel.errors import KernelError
+from tests.kernel.test_memory_inline_checks import outcome
 
 
 class Text(str):
     """A ``str`` subclass: the full checks convert it, so no gate may pass it through."""
-
-
-def outcome(check: Callable[[], Any]) -> tuple[str, Any]:
-    try:
-        value = check()
-    except KernelError as error:
-        return "error", (type(error), error.code, error.message, error.details)
-    return "value", (value, type(value))
 
 
 _ID_CHARS = "aZ09._:/- é\n"
