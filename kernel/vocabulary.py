@@ -12,11 +12,11 @@ Public API:
   most sensitive); the sets :data:`SCOPES`, :data:`SCOPE_ID_REQUIRED`, :data:`TRUST`,
   :data:`SENSITIVITY`, :data:`POLICY_TRUST`, :data:`MEMORY_STATES`, :data:`RETENTION_MODES`.
 * The identifier and digest patterns (:data:`IDENTIFIER`, :data:`DIGEST`) and the
-  numeric limit :data:`MAX_SAFE_INTEGER` (JavaScript's ``Number.MAX_SAFE_INTEGER``,
-  2**53 - 1: the peer's integers are IEEE doubles).
+  numeric limits :data:`MAX_SAFE_INTEGER` (JavaScript's ``Number.MAX_SAFE_INTEGER``,
+  2**53 - 1: the peer's integers are IEEE doubles) and :data:`MAX_EXACT_INTEGER` (2**53).
 
 Every other module imports these; none spells a scope list, an order, the identifier
-regex or the integer limit again (``tests/kernel/test_vocabulary.py`` checks).
+regex or the integer limit again (``tests/test_package_structure.py`` checks).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Final
 __all__ = (
     "DIGEST",
     "IDENTIFIER",
+    "MAX_EXACT_INTEGER",
     "MAX_SAFE_INTEGER",
     "MEMORY_STATES",
     "POLICY_TRUST",
@@ -50,6 +51,9 @@ __all__ = (
 
 #: ``Number.MAX_SAFE_INTEGER``: the largest integer every peer number holds exactly.
 MAX_SAFE_INTEGER: Final = 9_007_199_254_740_991
+#: 2**53: every integer of at most this magnitude is an exact double (prints as itself in
+#: JavaScript); beyond it a JavaScript number is the nearest double.
+MAX_EXACT_INTEGER: Final = MAX_SAFE_INTEGER + 1
 #: A safe identifier: ids, scope ids, names (1–160 characters, no leading punctuation).
 IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,159}")
 #: A content digest on the wire.

@@ -77,7 +77,7 @@ import rfc8785
 
 from kernel.canonical.collation import collation_key, is_collation_portable
 from kernel.errors import InvalidArgument, NonPortableValue
-from kernel.vocabulary import MAX_SAFE_INTEGER  # rfc8785's integer domain
+from kernel.vocabulary import MAX_EXACT_INTEGER, MAX_SAFE_INTEGER
 
 try:
     import orjson
@@ -95,7 +95,6 @@ PEER_KEY_PRIMARY_ORDER: Final = (
     "\t\n\x0b\x0c\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
 )
 
-_TWO_53: Final = 2**53
 _MAX_ARRAY_INDEX: Final = 4294967294
 _FAST_FLOAT_MAX: Final = 4503599627370496.0  # 2**52: every float at or above is integral
 
@@ -341,7 +340,8 @@ def _peer_rebuild(value: Any) -> Any:
         for key in order:
             item = value[key]
             t = type(item)
-            if t is str or item is None or t is bool or (t is int and -_TWO_53 <= item <= _TWO_53):
+            exact_int = t is int and -MAX_EXACT_INTEGER <= item <= MAX_EXACT_INTEGER
+            if t is str or item is None or t is bool or exact_int:
                 rebuilt[key] = item
             else:
                 rebuilt[key] = _peer_rebuild(item)
@@ -351,11 +351,11 @@ def _peer_rebuild(value: Any) -> Any:
     if t is str or value is None or t is bool:
         return value
     if t is int:
-        if -_TWO_53 <= value <= _TWO_53:
+        if -MAX_EXACT_INTEGER <= value <= MAX_EXACT_INTEGER:
             return value
         raise _Decline
     if t is float:
-        if value.is_integer() and -_TWO_53 <= value <= _TWO_53:
+        if value.is_integer() and -MAX_EXACT_INTEGER <= value <= MAX_EXACT_INTEGER:
             return int(value)  # JS prints 1.0 as "1" and -0 as "0"
         if 1e-4 <= abs(value) < _FAST_FLOAT_MAX:
             return value
@@ -491,7 +491,7 @@ def _reorder(keys: tuple[str, ...], order: tuple[str, ...]) -> list[str]:
 
 
 def _peer_int_text(value: int, path: str) -> str:
-    if -_TWO_53 <= value <= _TWO_53:
+    if -MAX_EXACT_INTEGER <= value <= MAX_EXACT_INTEGER:
         return str(value)
     try:
         as_double = float(value)  # nearest double, ties to even, as JS parses literals

@@ -59,6 +59,7 @@ from kernel.canonical.items import (
 )
 from kernel.errors import InvalidArgument
 from kernel.vocabulary import (
+    IDENTIFIER,
     MAX_SAFE_INTEGER,
     SCOPE_ID_REQUIRED,
     SENSITIVITY,
@@ -76,9 +77,7 @@ _ITEM_HEAD: Final = b'{"allowedSinks":['
 _ITEM_SPLIT: Final = b',{"allowedSinks":['
 _LIST_HEAD: Final = b'[{"allowedSinks":['
 
-_ID_LIST = re.compile(
-    r"(?:[A-Za-z0-9][A-Za-z0-9._:/-]{0,159}\n)*[A-Za-z0-9][A-Za-z0-9._:/-]{0,159}"
-)
+_ID_LIST = re.compile(f"(?:{IDENTIFIER.pattern}\n)*{IDENTIFIER.pattern}")
 
 
 def _item_digests(outs: list[dict[str, Any]]) -> list[str] | None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from kernel.vocabulary import MAX_SAFE_INTEGER
+from kernel.vocabulary import MAX_EXACT_INTEGER
 
 try:  # POSIX
     import fcntl as _fcntl
@@ -82,7 +82,7 @@ def _js_string(text: str) -> str:
 
 def js_number(value: int | float) -> str:
     """``Number#toString`` of ``value`` taken as an IEEE-754 double."""
-    x = float(value) if isinstance(value, int) and abs(value) > MAX_SAFE_INTEGER + 1 else value
+    x = float(value) if isinstance(value, int) and abs(value) > MAX_EXACT_INTEGER else value
     if isinstance(x, int):
         return str(x)
     if not math.isfinite(x):
