@@ -62,8 +62,6 @@ __all__ = (
     "canonical_keys",
     "identifier_collation_key",
     "kernel_digest",
-    "kernel_value_digest",
-    "keys_sort_canonically",
     "normalize_context_item",
     "peer_collation_key",
 )
@@ -185,12 +183,6 @@ def canonical_keys(key_sets: Iterable[Iterable[str]]) -> CanonicalKeys | None:
     return proof
 
 
-def keys_sort_canonically(key_sets: Iterable[frozenset[str]]) -> bool:
-    """Deprecated (kernel/memory's callers; use :func:`canonical_keys`): whether every key
-    set, checked on its own, sorts canonically."""
-    return all(canonical_keys((keys,)) is not None for keys in key_sets)
-
-
 try:
     import orjson as _orjson
 except ImportError:  # pragma: no cover - orjson is a declared dependency
@@ -217,17 +209,6 @@ def kernel_digest(
     ``tests/kernel/test_canonical_keys.py`` hold it equal to the exact path.
     """
     if type(keys) is CanonicalKeys:
-        return _sorted_keys_digest(value, domain, profile)
-    return _digest.digest(value, domain, profile)
-
-
-def kernel_value_digest(
-    value: Any, domain: str, profile: _digest.Profile, keys_canonical: bool
-) -> str:
-    """Deprecated compatible form of :func:`kernel_digest` for kernel/memory's callers,
-    which still pass a ``bool`` from :func:`keys_sort_canonically` (a caller's assertion);
-    to be replaced there by a :class:`CanonicalKeys`."""
-    if keys_canonical is True:
         return _sorted_keys_digest(value, domain, profile)
     return _digest.digest(value, domain, profile)
 
@@ -415,8 +396,6 @@ def _binding(raw: Any, field: str = "binding") -> dict[str, Any]:
 ITEM_KEYS: Final = canonical_keys(
     (_ITEM_FIELDS, _SOURCE_REF_FIELDS, _PROVENANCE_FIELDS, _CONTENT_REF_FIELDS, _BINDING_FIELDS)
 )
-#: Deprecated: ``ITEM_KEYS is not None``.
-ITEM_KEYS_CANONICAL: Final = ITEM_KEYS is not None
 
 
 # --- ContextItem --------------------------------------------------------------------------

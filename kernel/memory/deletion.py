@@ -60,7 +60,7 @@ from kernel.canonical.checks import (
     known_fields,
     object_value,
 )
-from kernel.canonical.items import kernel_value_digest, keys_sort_canonically
+from kernel.canonical.items import kernel_digest
 from kernel.canonical.records import (
     fast_identifier,
     verified_fields,
@@ -68,7 +68,7 @@ from kernel.canonical.records import (
 from kernel.errors import InvalidArgument, KernelError, RevisionConflict, ScopeDenied
 from kernel.machine import Machine
 from kernel.memory.lifecycle import Transition, clock_iso, transition_memory
-from kernel.memory.purge import DeletionContext, flat_plain, port_names, run_targets
+from kernel.memory.purge import DeletionContext, port_names, receipt_key_proof, run_targets
 from kernel.ports import MemoryCommit
 from kernel.vocabulary import MAX_SAFE_INTEGER, SCOPE_ID_REQUIRED
 
@@ -177,13 +177,9 @@ def deletion_receipt(
     record: Mapping[str, Any],
     stores: Sequence[Mapping[str, Any]],
     completed_at: str | None = None,
-    plain: bool | None = None,
 ) -> dict[str, Any]:
     """The ``DeletionReceipt``; ``completed_at`` is read from the clock when not given.
-    ``stores`` entries are taken as they are (the caller's own, never a port's).
-    ``plain``: whether every store's receipt is flat and plain, when the caller has
-    established it while copying them (:func:`kernel.memory.purge.run_targets`);
-    ``None``: checked here."""
+    ``stores`` entries are taken as they are (the caller's own, never a port's)."""
     revision = record["revision"]
     authority = {
         "store": ctx.memory.name,
@@ -213,36 +209,25 @@ def deletion_receipt(
     }
     if not receipt["scopeId"]:  # present only when the operation has one
         del receipt["scopeId"]
-    receipt["digest"] = _receipt_digest(receipt, plain)
+    receipt["digest"] = _receipt_digest(receipt)
     return receipt
 
 
 #: The receipt's own key sets (top level, a store entry, an error).
-_RECEIPT_KEYS_CANONICAL: Final = keys_sort_canonically(
-    (
-        frozenset(
-            {"schema", "schemaVersion", "requestId", "subject", "selector", "scope", "scopeId",
-             "memoryId", "fence", "authority", "status", "revision", "recordState",
-             "recordDigest", "stores", "startedAt", "completedAt"}
-        ),
-        frozenset({"store", "status", "revision", "receipt", "error"}),
-        frozenset({"code"}),
-    )
+_RECEIPT_KEY_SETS: Final = (
+    ("schema", "schemaVersion", "requestId", "subject", "selector", "scope", "scopeId",
+     "memoryId", "fence", "authority", "status", "revision", "recordState", "recordDigest",
+     "stores", "startedAt", "completedAt"),
+    ("store", "status", "revision", "receipt", "error"),
+    ("code",),
 )
-def _receipt_digest(receipt: Mapping[str, Any], receipts_plain: bool | None = None) -> str:
-    """The receipt digest: the fast canonical path when every store's receipt is flat and
-    plain (the receipt's own fields are identifiers, states, digests, times and integers),
-    else the general peer canonicalisation.  ``receipts_plain``: that was established
-    already for these very entries (``None``: check them here)."""
-    plain = _RECEIPT_KEYS_CANONICAL
-    if receipts_plain is not None:
-        plain = plain and receipts_plain
-    elif plain:
-        for entry in receipt["stores"]:
-            if "receipt" in entry and not flat_plain(entry["receipt"]):
-                plain = False
-                break
-    return kernel_value_digest(receipt, RECEIPT_DOMAIN, "peer", plain)
+def _receipt_digest(receipt: Mapping[str, Any]) -> str:
+    """The receipt digest: the fast canonical path when its keys are proven canonical
+    (:func:`kernel.memory.purge.receipt_key_proof`: every store's receipt flat and plain;
+    the receipt's own fields are identifiers, states, digests, times and integers), else
+    the general peer canonicalisation."""
+    keys = receipt_key_proof(_RECEIPT_KEY_SETS, receipt["stores"])
+    return kernel_digest(receipt, RECEIPT_DOMAIN, "peer", keys)
 
 
 def _sealed(operation: Mapping[str, Any], receipt: Mapping[str, Any]) -> dict[str, Any]:
@@ -288,13 +273,13 @@ def _purge_and_seal(
         if isinstance(committed_tombstone, Transition)
         else committed_tombstone
     )
-    stores, plain = run_targets(ctx, operation)
+    stores = run_targets(ctx, operation)
     operation["stores"] = stores
     for entry in stores:
         if entry["status"] != "purged":
             _advance(operation, "copy_pending")
             ctx.memory.put_reconciliation(operation)
-            return deletion_receipt(ctx, operation, "partial", tombstone, stores, plain=plain)
+            return deletion_receipt(ctx, operation, "partial", tombstone, stores)
     purged, event = transition_memory(
         committed_tombstone,
         _command(operation, "purge", tombstone["revision"]),
@@ -303,7 +288,7 @@ def _purge_and_seal(
     )
     completed_at = clock_iso(ctx.clock)
     receipt = deletion_receipt(
-        ctx, operation, "purged", verified_fields(purged), stores, completed_at, plain
+        ctx, operation, "purged", verified_fields(purged), stores, completed_at
     )
     sealed = _sealed(operation, receipt)
     committed = ctx.memory.commit(MemoryCommit(purged, event, sealed), tombstone["revision"])
@@ -311,7 +296,7 @@ def _purge_and_seal(
         _advance(operation, "purge_commit_lost")
         ctx.memory.put_reconciliation(operation)
         return deletion_receipt(
-            ctx, operation, "reconciliation_required", tombstone, stores, completed_at, plain
+            ctx, operation, "reconciliation_required", tombstone, stores, completed_at
         )
     operation["state"] = sealed["state"]
     return receipt

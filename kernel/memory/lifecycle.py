@@ -60,7 +60,7 @@ from kernel.canonical.checks import (
     timestamp,
 )
 from kernel.canonical.digest import digest
-from kernel.canonical.items import kernel_value_digest, keys_sort_canonically
+from kernel.canonical.items import canonical_keys, kernel_digest
 from kernel.canonical.records import (
     TOMBSTONE_SINK,
     TOMBSTONE_SOURCE,
@@ -127,9 +127,9 @@ COMMAND_TARGETS: Final[Mapping[str, str]] = MappingProxyType({
 STATES: Final = tuple(TRANSITIONS)
 TOMBSTONE_STATES: Final = frozenset({"deleted", "purged"})
 #: Events and receipts hold only these keys (plus an event's caller ``fields``) and only
-#: strings, integers within ±2**53 and ``null``: when the keys sort canonically, their
-#: canonical JSON is the fast encoder's sorted-keys output (``kernel_value_digest``).
-_EVENT_KEYS_CANONICAL: Final = keys_sort_canonically(
+#: strings, safe integers and ``null``: their keys are proven to sort canonically, so their
+#: canonical JSON is the fast encoder's sorted-keys output (``kernel_digest``).
+_EVENT_KEYS: Final = canonical_keys(
     (
         frozenset(
             {"schema", "eventId", "type", "memoryId", "fromState", "toState",
@@ -138,7 +138,7 @@ _EVENT_KEYS_CANONICAL: Final = keys_sort_canonically(
         ),
     )
 )
-_RECEIPT_KEYS_CANONICAL: Final = keys_sort_canonically(
+_RECEIPT_KEYS: Final = canonical_keys(
     (
         frozenset(
             {"schema", "operation", "status", "memoryId", "previousRevision", "revision",
@@ -584,7 +584,7 @@ def memory_event(
         event.update(fields)
         event["digest"] = digest(event, EVENT_DOMAIN, "peer")
     else:  # kernel-built keys and str / int / None values: the fast canonical path
-        event["digest"] = kernel_value_digest(event, EVENT_DOMAIN, "peer", _EVENT_KEYS_CANONICAL)
+        event["digest"] = kernel_digest(event, EVENT_DOMAIN, "peer", _EVENT_KEYS)
     return event
 
 
@@ -609,9 +609,7 @@ def memory_receipt(
     if store_revision is not None:
         receipt["storeRevision"] = store_revision
     receipt.update(recordDigest=record["digest"], eventDigest=event["digest"], at=at)
-    receipt["digest"] = kernel_value_digest(
-        receipt, RECEIPT_DOMAIN, "peer", _RECEIPT_KEYS_CANONICAL
-    )
+    receipt["digest"] = kernel_digest(receipt, RECEIPT_DOMAIN, "peer", _RECEIPT_KEYS)
     return receipt
 
 

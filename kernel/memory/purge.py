@@ -5,20 +5,20 @@ answer settled into a receipt entry (design 108 §9.4, §12.3).
 then each :class:`~kernel.ports.PurgePort`, in order, and never raises: a copy that
 fails or answers anything but ``purged`` becomes a ``pending`` entry with an error code.
 Each port gets a private copy of the request, and the kernel keeps a private copy of each
-port's receipt, so nothing one port does reaches the next or the receipt.  While copying,
-it establishes whether every receipt is flat and plain (:func:`flat_plain`), which lets
-the deletion receipt's digest take the fast canonical path (``kernel.memory.deletion``).
+port's receipt, so nothing one port does reaches the next or the receipt.
+:func:`receipt_key_proof` proves, for the deletion receipt's digest, that every store's
+receipt is flat, plain and canonically keyed (``kernel.memory.deletion``).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import countOf
 from typing import Any, Final
 
-from kernel.canonical.items import keys_sort_canonically
+from kernel.canonical.items import CanonicalKeys, canonical_keys
 from kernel.errors import InvalidArgument
 from kernel.ports import (
     Clock,
@@ -32,7 +32,7 @@ from kernel.ports import (
 )
 from kernel.vocabulary import MAX_SAFE_INTEGER
 
-__all__ = ("DeletionContext", "flat_plain", "port_names", "run_targets")
+__all__ = ("DeletionContext", "port_names", "receipt_key_proof", "run_targets")
 
 MAX_CODE: Final = 128
 
@@ -153,16 +153,12 @@ def port_names(ports: Sequence[PurgePort]) -> tuple[str, ...]:
     )
 
 
-def run_targets(
-    ctx: DeletionContext, operation: Mapping[str, Any]
-) -> tuple[list[dict[str, Any]], bool]:
+def run_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Purge every copy (content first, then each purge port, in order); never raises.
     Each port gets its own copy of the request: what one port does with it cannot reach
     the next (the copies are taken from a private one, which the last port gets).
-    Returns the store entries and whether every store's receipt is flat and plain
-    (:func:`flat_plain`: the receipt digest's fast path)."""
+    Returns the store entries."""
     entries: list[dict[str, Any]] = []
-    plain = True
     ref = operation.get("contentRef")
     if ref:
 
@@ -171,15 +167,13 @@ def run_targets(
                 raise InvalidArgument("ContentPort is required to purge memory contentRef")
             return ctx.content.purge(ContentRef.from_wire(ref), operation["fence"])
 
-        entry = _settle(str(ref["store"]), purge_content)
-        plain = "receipt" not in entry or flat_plain(entry["receipt"])
-        entries.append(entry)
+        entries.append(_settle(str(ref["store"]), purge_content))
     ports = ctx.purge_ports
     if not ports:
-        return entries, plain
+        return entries
     request, flat = _purge_request(operation)
     refs = request["evidenceRefs"]
-    plain_scalars, scalars = _PLAIN_SCALARS, _FLAT_SCALARS
+    scalars = _FLAT_SCALARS
     names = ctx.purge_names if ctx.purge_names is not None else port_names(ports)
     after = len(ports)  # ports still to run after the current one
     for name, port in zip(names, ports, strict=True):
@@ -194,17 +188,10 @@ def run_targets(
         try:
             value = port.purge(own)
             # a flat receipt (the common shape) is copied inline, anything else in full
-            if type(value) is dict and plain_scalars.issuperset(map(type, value.values())):
+            if type(value) is dict and scalars.issuperset(map(type, value.values())):
                 value = dict(value)
-                if plain:  # strings, booleans and null: plain unless the keys are not
-                    plain = _keys_canonical(tuple(value))
-            elif type(value) is dict and scalars.issuperset(map(type, value.values())):
-                value = dict(value)
-                if plain:  # flat: plain unless an integer is out of range or keys are not
-                    plain = flat_plain(value)
             else:
                 value = _receipt_value(value)
-                plain = plain and value is not None and flat_plain(value)
         except Exception as exc:  # a failing copy is a pending store, never a crash
             entries.append(_failed(name, exc))
         else:
@@ -212,41 +199,53 @@ def run_targets(
                 entries.append({"store": name, "status": "purged", "receipt": value})
             else:
                 entries.append(_settled(name, value))
-    return entries, plain
-
-
-def _keys_canonical(keys: tuple[Any, ...]) -> bool:
-    """All keys exact strings, sorting canonically.  Only a tuple of exact ``str`` reaches
-    the cache: equality of those is identity of content, so an earlier key tuple that
-    merely compares equal (a ``str`` subclass, an object with its own ``__eq__``) can never
-    answer for this one."""
-    if countOf(map(type, keys), str) != len(keys):
-        return False
-    return _str_keys_canonical(keys)
-
-
-@functools.lru_cache(maxsize=256)
-def _str_keys_canonical(keys: tuple[str, ...]) -> bool:
-    """Whether these string keys sort canonically (``functools.lru_cache``: a pure function
-    of a tuple of strings; stores answer with a handful of receipt shapes)."""
-    return keys_sort_canonically((frozenset(keys),))
+    return entries
 
 
 _PLAIN_SCALARS: Final = frozenset({str, bool, type(None)})
 
 
-def flat_plain(value: Any) -> bool:
-    """A store's receipt the fast canonical path provably serialises as the peer does: a
-    flat object of strings, booleans, ``null`` and safe integers (±(2**53 - 1)) whose keys sort
-    canonically."""
-    if type(value) is not dict:
+def _plain_values(value: Mapping[str, Any]) -> bool:
+    """Strings, booleans, ``null`` and safe integers only: what the fast encoder prints as
+    the peer does."""
+    if _PLAIN_SCALARS.issuperset(map(type, value.values())):
+        return True
+    for item in value.values():
+        kind = type(item)
+        if kind in _PLAIN_SCALARS:
+            continue
+        if kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+            continue
         return False
-    if not _PLAIN_SCALARS.issuperset(map(type, value.values())):
-        for item in value.values():
-            kind = type(item)
-            if kind in _PLAIN_SCALARS:
-                continue
-            if kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                continue
-            return False
-    return _keys_canonical(tuple(value))
+    return True
+
+
+def receipt_key_proof(
+    own_keys: tuple[tuple[str, ...], ...], stores: Iterable[Mapping[str, Any]]
+) -> CanonicalKeys | None:
+    """A :class:`~kernel.canonical.items.CanonicalKeys` covering a deletion receipt whose
+    own objects have ``own_keys`` and whose store entries are ``stores``, or ``None``
+    (then its digest takes the exact path).  It holds when every store's receipt is a flat
+    ``dict`` of plain values (:func:`_plain_values`) and all the keys together sort
+    canonically."""
+    key_sets = [*own_keys]
+    for entry in stores:
+        receipt = entry.get("receipt")
+        if receipt is None:
+            continue
+        if type(receipt) is not dict or not _plain_values(receipt):
+            return None
+        keys = tuple(receipt)
+        if countOf(map(type, keys), str) != len(keys):
+            return None  # only exact strings reach the cache below
+        key_sets.append(keys)
+    return _proof(tuple(key_sets))
+
+
+@functools.lru_cache(maxsize=256)
+def _proof(key_sets: tuple[tuple[str, ...], ...]) -> CanonicalKeys | None:
+    """:func:`~kernel.canonical.items.canonical_keys` (``functools.lru_cache``: a pure
+    function of tuples of exact strings, answering with an immutable proof; stores answer
+    with a handful of receipt shapes).  Equal tuples of exact ``str`` are equal content,
+    so an object that merely compares equal can never be answered from the cache."""
+    return canonical_keys(key_sets)

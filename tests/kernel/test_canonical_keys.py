@@ -27,7 +27,6 @@ from kernel.canonical.items import (
     CanonicalKeys,
     canonical_keys,
     kernel_digest,
-    kernel_value_digest,
 )
 from kernel.errors import KernelError
 from kernel.planning import planner as P
@@ -140,7 +139,6 @@ def test_kernel_digest_equals_the_exact_digest(value: dict[str, Any], profile: A
     exact = _outcome(lambda: D.digest(value, "test.domain/v1", profile))
     assert _outcome(lambda: kernel_digest(value, "test.domain/v1", profile, proof)) == exact
     assert _outcome(lambda: kernel_digest(value, "test.domain/v1", profile, None)) == exact
-    assert _outcome(lambda: kernel_value_digest(value, "test.domain/v1", profile, True)) == exact
 
 
 @settings(max_examples=200, deadline=None)

@@ -21,7 +21,12 @@ from hypothesis import strategies as st
 
 from kernel.canonical import digest as kdigest
 from kernel.canonical.item_batch import normalize_context_items
-from kernel.canonical.items import CONTEXT_ITEM_DOMAIN, kernel_value_digest, normalize_context_item
+from kernel.canonical.items import (
+    CONTEXT_ITEM_DOMAIN,
+    ITEM_KEYS,
+    kernel_digest,
+    normalize_context_item,
+)
 from kernel.errors import ContextOverBudget, KernelError
 from kernel.planning.partitions import KIND_PARTITION
 from kernel.planning.planner import CONTEXT_PLAN_DOMAIN, is_protected, plan_context
@@ -221,7 +226,8 @@ def test_fast_digests_equal_kernel_digest(raws: list[dict[str, Any]], profile: s
         item = normalize_context_item(raw, profile=profile)  # type: ignore[arg-type]
         body = {k: v for k, v in item.items() if k != "digest"}
         assert item["digest"] == kdigest.digest(body, CONTEXT_ITEM_DOMAIN, profile)  # type: ignore[arg-type]
-        assert kernel_value_digest(body, CONTEXT_ITEM_DOMAIN, profile, True) == item["digest"]  # type: ignore[arg-type]
+        assert ITEM_KEYS is not None
+        assert kernel_digest(body, CONTEXT_ITEM_DOMAIN, profile, ITEM_KEYS) == item["digest"]  # type: ignore[arg-type]
 
 
 def _outcome(fn: Any, *args: Any) -> Any:

@@ -195,12 +195,17 @@ def test_a_cache_never_answers_for_an_object_that_only_compares_equal() -> None:
     ``str`` subclass with its own ``__eq__``) is answered by the uncached rule, so what
     ran before cannot change its answer."""
     from kernel.canonical.timestamps import parse_timestamp
-    from kernel.memory.purge import _keys_canonical, flat_plain
+    from kernel.memory.purge import receipt_key_proof
 
     liar = _liar("zzz", "status")
-    before = (_keys_canonical((liar,)), flat_plain({liar: "purged"}))
-    assert _keys_canonical(("status",)) and flat_plain({"status": "purged"})  # cached now
-    assert (_keys_canonical((liar,)), flat_plain({liar: "purged"})) == before == (False, False)
+    own = (("store", "status", "receipt"),)
+
+    def proof(receipt: dict[Any, Any]) -> object:
+        return receipt_key_proof(own, [{"store": "s", "status": "purged", "receipt": receipt}])
+
+    before = proof({liar: "purged"})
+    assert proof({"status": "purged"}) is not None  # cached now
+    assert proof({liar: "purged"}) is before is None
     assert parse_timestamp(AT)[1] == AT  # cached now
     with pytest.raises(KernelError):
         parse_timestamp(_liar("not a time", AT))
