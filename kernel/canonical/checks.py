@@ -11,7 +11,7 @@ record normalizer (``kernel.canonical.items``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from kernel.canonical.timestamps import epoch_ms_to_iso, parse_timestamp
 from kernel.errors import InvalidArgument
@@ -176,13 +176,14 @@ def provenance(raw: Any, field: str = "provenance") -> dict[str, Any]:
     return out
 
 
+RETENTION_FIELDS: Final = frozenset({"mode", "expiresAt", "maxAgeDays", "legalHoldId"})
+
+
 def retention_policy(raw: Any) -> dict[str, Any]:
     value = object_value(raw, "retentionPolicy")
-    known_fields(
-        value, frozenset({"mode", "expiresAt", "maxAgeDays", "legalHoldId"}), "retentionPolicy"
-    )
+    known_fields(value, RETENTION_FIELDS, "retentionPolicy")
     mode = value.get("mode")
-    if not isinstance(mode, str) or mode not in RETENTION_MODES:
+    if type(mode) is not str or mode not in RETENTION_MODES:
         raise InvalidArgument("retentionPolicy.mode is invalid")
     if mode == "until_expired" and "expiresAt" not in value:
         raise InvalidArgument("until_expired retention requires expiresAt")

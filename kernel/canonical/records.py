@@ -30,12 +30,14 @@ from typing import Any, Final
 from kernel.canonical import digest as _digest
 from kernel.canonical.checks import (
     MISSING,
+    RETENTION_FIELDS,
     bounded_integer,
     bounded_string,
     digest_value,
     identifier,
     known_fields,
     object_value,
+    retention_policy,
     scope_pair,
     timestamp,
 )
@@ -84,7 +86,6 @@ try:
 except ImportError:  # pragma: no cover - orjson is a declared dependency
     _orjson = None  # type: ignore[assignment]
 
-_RETENTION_FIELDS: Final = frozenset({"mode", "expiresAt", "maxAgeDays", "legalHoldId"})
 _MEMORY_FIELDS: Final = frozenset(
     {
         "schemaVersion",
@@ -119,7 +120,7 @@ _MEMORY_FIELDS: Final = frozenset(
 #: whenever its two floats are in the band both encoders print alike (:func:`_record_digest`).
 _MEMORY_KEYS: Final = canonical_keys(
     (_MEMORY_FIELDS, _SOURCE_REF_FIELDS, _PROVENANCE_FIELDS, _CONTENT_REF_FIELDS,
-     _RETENTION_FIELDS)
+     RETENTION_FIELDS)
 )
 _PLAIN_FLOAT_MAX: Final = 4503599627370496.0  # 2**52, as kernel.canonical.digest's fast paths
 
@@ -199,28 +200,6 @@ def contains_secret_material(content: str) -> bool:
         may and pattern.search(content) is not None
         for may, pattern in zip(possible, _SECRET_PATTERNS, strict=True)
     )
-
-
-def _retention(raw: Any) -> dict[str, Any]:
-    value = object_value(raw, "retentionPolicy")
-    known_fields(value, _RETENTION_FIELDS, "retentionPolicy")
-    mode = value.get("mode")
-    if type(mode) is not str or mode not in RETENTION_MODES:
-        raise InvalidArgument("retentionPolicy.mode is invalid")
-    if mode == "until_expired" and "expiresAt" not in value:
-        raise InvalidArgument("until_expired retention requires expiresAt")
-    if mode == "legal_hold" and "legalHoldId" not in value:
-        raise InvalidArgument("legal_hold retention requires legalHoldId")
-    out: dict[str, Any] = {"mode": mode}
-    if "expiresAt" in value:
-        out["expiresAt"] = timestamp(value["expiresAt"], "retentionPolicy.expiresAt")
-    if "maxAgeDays" in value:
-        out["maxAgeDays"] = bounded_integer(
-            value["maxAgeDays"], "retentionPolicy.maxAgeDays", 1, 365_000
-        )
-    if "legalHoldId" in value:
-        out["legalHoldId"] = identifier(value["legalHoldId"], "retentionPolicy.legalHoldId")
-    return out
 
 
 def _matcher(pattern: re.Pattern[str]) -> Callable[[str], bool]:
@@ -648,7 +627,7 @@ def _normalize(raw: Any, profile: _digest.Profile) -> dict[str, Any]:
     if type(mode) is str and mode in _BARE_MODES:
         out["retentionPolicy"] = {"mode": mode}
     else:
-        out["retentionPolicy"] = _retention(retention)
+        out["retentionPolicy"] = retention_policy(retention)
     out["createdAt"] = _fast_timestamp(get("createdAt"), "createdAt")
     out["updatedAt"] = _fast_timestamp(get("updatedAt"), "updatedAt")
     if "lastAccessedAt" in value:
