@@ -14,7 +14,7 @@ as the next call's ``session`` continues the same session statelessly.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kernel.adapters.in_memory.session import InMemorySessionPort
@@ -22,7 +22,7 @@ from kernel.canonical.digest import Profile
 from kernel.canonical.items import normalize_context_item
 from kernel.canonical.timestamps import iso_to_epoch_ms
 from kernel.errors import KernelError
-from kernel.ports import OperationRecord, SessionContextPort, SessionSnapshot, SummarizerFailure
+from kernel.ports import SessionContextPort, SessionSnapshot, SummarizerFailure
 
 
 class ScriptedClock:
@@ -106,34 +106,6 @@ class AdvancingPort(InMemorySessionPort):
         if self.reads == 1 and self.advance_to is not None and snapshot is not None:
             self.set_head(session_id, self.advance_to)
         return snapshot
-
-    def restore(
-        self,
-        session_id: str,
-        events: Iterable[Mapping[str, Any]],
-        reconciliations: Iterable[Mapping[str, Any]],
-    ) -> None:
-        """Re-attach committed events and reconciliation receipts to a seeded session
-        (the operation records that make retries idempotent and ``reconcile`` answer).
-
-        An event committed at head ``inputHead`` produced ``head_fn(inputHead, digest)``,
-        so the record's new head is recomputed, never trusted from the caller.
-        """
-        state = self._sessions[session_id]
-        for raw in events:
-            event = copy.deepcopy(dict(raw))
-            new_head = self._head_fn(str(event.get("inputHead")), str(event.get("digest")))
-            state.events.append(event)
-            state.epoch += 1
-            self._compactions[str(event.get("operationId"))] = OperationRecord(
-                "compaction", event, new_head
-            )
-        for raw in reconciliations:
-            receipt = copy.deepcopy(dict(raw))
-            state.reconciliations.append(receipt)
-            self._reconciliations[str(receipt.get("operationId"))] = OperationRecord(
-                "reconciliation", receipt, None
-            )
 
 
 def seeded_port(

@@ -147,10 +147,9 @@ def _flat_refs(refs: list[Any]) -> bool:
 
 
 def port_names(ports: Sequence[PurgePort]) -> tuple[str, ...]:
-    """The store name each purge port reports in a receipt."""
-    return tuple(
-        str(getattr(port, "name", "") or f"projection-{index}") for index, port in enumerate(ports)
-    )
+    """The store name each purge port reports in a receipt (``projection-<index>`` for an
+    empty name, as the peer)."""
+    return tuple(str(port.name or f"projection-{index}") for index, port in enumerate(ports))
 
 
 def run_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -166,3 +166,32 @@ class InMemorySessionPort:
     def set_head(self, session_id: str, head: str) -> None:
         """Test double: a concurrent writer replaced the head."""
         self._sessions[session_id].head = head
+
+    def restore(
+        self,
+        session_id: str,
+        events: Iterable[Mapping[str, Any]],
+        reconciliations: Iterable[Mapping[str, Any]],
+    ) -> None:
+        """Re-attach committed events and reconciliation receipts to a seeded session
+        (the operation records that make retries idempotent and ``reconcile`` answer): how
+        a replay harness rebuilds a recorded session.
+
+        An event committed at head ``inputHead`` produced ``head_fn(inputHead, digest)``,
+        so the record's new head is recomputed, never trusted from the caller.
+        """
+        state = self._sessions[session_id]
+        for raw in events:
+            event = json_copy(dict(raw))
+            new_head = self._head_fn(str(event.get("inputHead")), str(event.get("digest")))
+            state.events.append(event)
+            state.epoch += 1
+            self._compactions[str(event.get("operationId"))] = OperationRecord(
+                "compaction", event, new_head
+            )
+        for raw in reconciliations:
+            receipt = json_copy(dict(raw))
+            state.reconciliations.append(receipt)
+            self._reconciliations[str(receipt.get("operationId"))] = OperationRecord(
+                "reconciliation", receipt, None
+            )
