@@ -14,7 +14,7 @@ import os
 import sqlite3
 import stat
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
@@ -165,3 +165,26 @@ def query(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...] = ()) -> lis
         return list(conn.execute(sql, args).fetchall())
     except sqlite3.Error as exc:
         raise StoreFailure("SQLite query failed", details={}) from exc
+
+
+class SqliteStore:
+    """The plumbing both SQLite adapters share: one connection (``_conn``), transactions,
+    queries, and the refusal of a write through a store opened read-only.  A subclass
+    sets ``_conn``, ``_read_only`` and its ``_label`` (``"memory store"``, …)."""
+
+    _conn: sqlite3.Connection
+    _read_only: bool
+    _label: str = "store"
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def _tx(self, mode: str = "IMMEDIATE") -> AbstractContextManager[sqlite3.Connection]:
+        return transaction(self._conn, mode)
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        return query(self._conn, sql, args)
+
+    def _writable(self) -> None:
+        if self._read_only:
+            raise StoreReadOnly(f"the SQLite {self._label} was opened read-only", details={})

@@ -29,17 +29,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from kernel.adapters.sqlite.connection import (
+    SqliteStore,
     StoreNotFound,
-    StoreReadOnly,
     open_read_only,
     open_wal,
-    query,
-    transaction,
 )
 from kernel.canonical.records import normalize_memory_record
 from kernel.errors import InvalidArgument, StoreFailure
@@ -100,8 +97,10 @@ def _loads(text: str) -> Any:
     return json.loads(text)
 
 
-class SqliteMemoryPort:
+class SqliteMemoryPort(SqliteStore):
     """MemoryPort over one SQLite database file (safe across processes)."""
+
+    _label = "memory store"
 
     def __init__(
         self,
@@ -127,20 +126,7 @@ class SqliteMemoryPort:
     def name(self) -> str:
         return self._name
 
-    def close(self) -> None:
-        self._conn.close()
-
     # ----------------------------------------------------------------- plumbing
-    def _tx(self, mode: str = "IMMEDIATE") -> AbstractContextManager[sqlite3.Connection]:
-        return transaction(self._conn, mode)
-
-    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        return query(self._conn, sql, args)
-
-    def _writable(self) -> None:
-        if self._read_only:
-            raise StoreReadOnly("the SQLite memory store was opened read-only", details={})
-
     def _conflict_table(self) -> bool:
         """Whether ``conflicts`` exists (a read-only port of an older store: a writer may
         have added it since the open)."""

@@ -18,20 +18,16 @@ transaction, never a partial row.  Third-party errors become
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Mapping
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from kernel.adapters.in_memory.session import HeadFn, session_head
 from kernel.adapters.sqlite.connection import (
+    SqliteStore,
     StoreNotFound,
-    StoreReadOnly,
     open_read_only,
     open_wal,
-    query,
-    transaction,
 )
 from kernel.canonical.digest import Profile
 from kernel.ports import CasResult, OperationRecord, SessionSnapshot
@@ -71,8 +67,10 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-class SqliteSessionPort:
+class SqliteSessionPort(SqliteStore):
     """SessionContextPort over one SQLite database file (safe across processes)."""
+
+    _label = "session store"
 
     def __init__(
         self,
@@ -93,20 +91,7 @@ class SqliteSessionPort:
         else:
             self._conn = open_wal(self.path, timeout, SCHEMA, "session store", _TABLES)
 
-    def close(self) -> None:
-        self._conn.close()
-
     # ----------------------------------------------------------------- plumbing
-    def _tx(self, mode: str = "IMMEDIATE") -> AbstractContextManager[sqlite3.Connection]:
-        return transaction(self._conn, mode)
-
-    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        return query(self._conn, sql, args)
-
-    def _writable(self) -> None:
-        if self._read_only:
-            raise StoreReadOnly("the SQLite session store was opened read-only", details={})
-
     # ----------------------------------------------------------------- seeding
     def seed(
         self,
