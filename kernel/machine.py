@@ -47,7 +47,7 @@ def kind_name(kind: object) -> str:
     if isinstance(kind, str):
         return kind
     name = getattr(kind, "__name__", None)
-    return name if isinstance(name, str) else repr(kind)
+    return name if isinstance(name, str) else type(kind).__name__
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,15 +86,22 @@ class Machine(Generic[S, K, X]):
     # ----------------------------------------------------------------- the reducer
     def step(self, state: S, kind: K) -> tuple[S, tuple[X, ...]]:
         """``(state, event kind) -> (target, effects)``; refuses what the table lacks."""
-        row = self.table.get(state)
-        target = None if row is None else row.get(kind)
+        try:
+            row = self.table.get(state)
+            target = None if row is None else row.get(kind)
+        except TypeError:  # an unhashable state or event read from a store: not in the table
+            target = None
         if target is None:
-            raise self.refusal(self.name, str(state), kind_name(kind))
+            named = state if isinstance(state, str) else type(state).__name__
+            raise self.refusal(self.name, str(named), kind_name(kind))
         return target, self.effects.get((state, kind), ())
 
     def allows(self, state: S, kind: K) -> bool:
-        row = self.table.get(state)
-        return row is not None and kind in row
+        try:
+            row = self.table.get(state)
+            return row is not None and kind in row
+        except TypeError:  # unhashable: not in the table
+            return False
 
     # ----------------------------------------------------------------- the table as data
     @property

@@ -70,6 +70,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring
+from operator import countOf
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
@@ -362,15 +363,23 @@ def _peer_rebuild(value: Any) -> Any:
     raise _Decline
 
 
-@functools.lru_cache(maxsize=2048)
 def _peer_order(keys: tuple[Any, ...]) -> tuple[str, ...] | None:
-    """Peer key order for one object's keys, or None if any key is not portable."""
+    """Peer key order for one object's keys, or None if any key is not portable.  Only a
+    tuple of exact ``str`` reaches the cache: a key that merely compares equal to a cached
+    one (a ``str`` subclass with its own ``__eq__``/``__hash__``) is never answered from it."""
+    if countOf(map(type, keys), str) != len(keys):
+        return None
+    return _str_peer_order(keys)
+
+
+@functools.lru_cache(maxsize=2048)
+def _str_peer_order(keys: tuple[str, ...]) -> tuple[str, ...] | None:
+    """:func:`_peer_order` of exact strings (``functools.lru_cache``: a pure function of a
+    tuple of strings, answering with a tuple)."""
     indices: list[str] = []
     others: list[str] = []
     wide = False
     for key in keys:
-        if type(key) is not str:
-            return None
         if _is_array_index(key):
             indices.append(key)
         elif _PORTABLE_KEY.fullmatch(key):

@@ -28,6 +28,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from operator import countOf
 from typing import Any, Final
 
 from kernel.canonical import digest as _digest
@@ -49,6 +50,7 @@ from kernel.errors import DigestMismatch, InvalidArgument
 from kernel.vocabulary import (
     DIGEST,
     IDENTIFIER,
+    MAX_SAFE_INTEGER,
     SENSITIVITY,
     TRUST,
 )
@@ -64,6 +66,7 @@ __all__ = (
     "kernel_digest",
     "normalize_context_item",
     "peer_collation_key",
+    "proven_keys",
 )
 
 CONTEXT_ITEM_DOMAIN: Final = "chainlesschain.context-item/v1"
@@ -191,6 +194,41 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
 #: as its two parts, so the fast path below makes one call; ``None`` without ``orjson``.
 _DUMPS: Any = _orjson.dumps if "orjson" in _digest.ENCODERS else None
 _SORT_KEYS: Final = _orjson.OPT_SORT_KEYS if _DUMPS is not None else 0
+
+
+def proven_keys(value: Any) -> CanonicalKeys | None:
+    """The gate of :func:`kernel_digest` checked on ``value`` itself: a
+    :class:`CanonicalKeys` when every object in it has exact-``str`` keys, every scalar is
+    a ``str``, a ``bool``, ``None`` or a safe integer, and all its keys together sort
+    canonically; else ``None`` (the exact path).  For values the kernel did not build
+    alone (a deletion receipt holds what stores answered and what a store gave back)."""
+    key_sets: list[tuple[str, ...]] = []
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is dict:
+            keys = tuple(item)
+            if countOf(map(type, keys), str) != len(keys):
+                return None
+            key_sets.append(keys)
+            pending.extend(item.values())
+        elif kind is list:
+            pending.extend(item)
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return None
+        elif kind is not str and kind is not bool and item is not None:
+            return None
+    return _proof_of(tuple(key_sets))
+
+
+@functools.lru_cache(maxsize=512)
+def _proof_of(key_sets: tuple[tuple[str, ...], ...]) -> CanonicalKeys | None:
+    """:func:`canonical_keys` of exact strings (``functools.lru_cache``: a pure function of
+    tuples of ``str``, answering with an immutable proof; equal tuples of exact strings are
+    equal content, so nothing that merely compares equal is answered from it)."""
+    return canonical_keys(key_sets)
 
 
 def kernel_digest(

@@ -60,7 +60,7 @@ from kernel.canonical.checks import (
     known_fields,
     object_value,
 )
-from kernel.canonical.items import kernel_digest
+from kernel.canonical.items import kernel_digest, proven_keys
 from kernel.canonical.records import (
     fast_identifier,
     verified_fields,
@@ -68,7 +68,7 @@ from kernel.canonical.records import (
 from kernel.errors import InvalidArgument, KernelError, RevisionConflict, ScopeDenied
 from kernel.machine import Machine
 from kernel.memory.lifecycle import Transition, clock_iso, transition_memory
-from kernel.memory.purge import DeletionContext, port_names, receipt_key_proof, run_targets
+from kernel.memory.purge import DeletionContext, port_names, run_targets
 from kernel.ports import MemoryCommit
 from kernel.vocabulary import MAX_SAFE_INTEGER, SCOPE_ID_REQUIRED
 
@@ -213,21 +213,12 @@ def deletion_receipt(
     return receipt
 
 
-#: The receipt's own key sets (top level, a store entry, an error).
-_RECEIPT_KEY_SETS: Final = (
-    ("schema", "schemaVersion", "requestId", "subject", "selector", "scope", "scopeId",
-     "memoryId", "fence", "authority", "status", "revision", "recordState", "recordDigest",
-     "stores", "startedAt", "completedAt"),
-    ("store", "status", "revision", "receipt", "error"),
-    ("code",),
-)
 def _receipt_digest(receipt: Mapping[str, Any]) -> str:
-    """The receipt digest: the fast canonical path when its keys are proven canonical
-    (:func:`kernel.memory.purge.receipt_key_proof`: every store's receipt flat and plain;
-    the receipt's own fields are identifiers, states, digests, times and integers), else
+    """The receipt digest: the fast canonical path when the receipt itself passes its gate
+    (:func:`kernel.canonical.items.proven_keys`: exact-string keys sorting canonically,
+    plain scalars — the stores' answers and entries read back from a store included), else
     the general peer canonicalisation."""
-    keys = receipt_key_proof(_RECEIPT_KEY_SETS, receipt["stores"])
-    return kernel_digest(receipt, RECEIPT_DOMAIN, "peer", keys)
+    return kernel_digest(receipt, RECEIPT_DOMAIN, "peer", proven_keys(receipt))
 
 
 def _sealed(operation: Mapping[str, Any], receipt: Mapping[str, Any]) -> dict[str, Any]:

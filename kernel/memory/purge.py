@@ -6,19 +6,14 @@ then each :class:`~kernel.ports.PurgePort`, in order, and never raises: a copy t
 fails or answers anything but ``purged`` becomes a ``pending`` entry with an error code.
 Each port gets a private copy of the request, and the kernel keeps a private copy of each
 port's receipt, so nothing one port does reaches the next or the receipt.
-:func:`receipt_key_proof` proves, for the deletion receipt's digest, that every store's
-receipt is flat, plain and canonically keyed (``kernel.memory.deletion``).
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import countOf
 from typing import Any, Final
 
-from kernel.canonical.items import CanonicalKeys, canonical_keys
 from kernel.errors import InvalidArgument
 from kernel.ports import (
     Clock,
@@ -30,9 +25,8 @@ from kernel.ports import (
     PurgeReceipt,
     json_copy,
 )
-from kernel.vocabulary import MAX_SAFE_INTEGER
 
-__all__ = ("DeletionContext", "port_names", "receipt_key_proof", "run_targets")
+__all__ = ("DeletionContext", "port_names", "run_targets")
 
 MAX_CODE: Final = 128
 
@@ -199,52 +193,3 @@ def run_targets(ctx: DeletionContext, operation: Mapping[str, Any]) -> list[dict
             else:
                 entries.append(_settled(name, value))
     return entries
-
-
-_PLAIN_SCALARS: Final = frozenset({str, bool, type(None)})
-
-
-def _plain_values(value: Mapping[str, Any]) -> bool:
-    """Strings, booleans, ``null`` and safe integers only: what the fast encoder prints as
-    the peer does."""
-    if _PLAIN_SCALARS.issuperset(map(type, value.values())):
-        return True
-    for item in value.values():
-        kind = type(item)
-        if kind in _PLAIN_SCALARS:
-            continue
-        if kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-            continue
-        return False
-    return True
-
-
-def receipt_key_proof(
-    own_keys: tuple[tuple[str, ...], ...], stores: Iterable[Mapping[str, Any]]
-) -> CanonicalKeys | None:
-    """A :class:`~kernel.canonical.items.CanonicalKeys` covering a deletion receipt whose
-    own objects have ``own_keys`` and whose store entries are ``stores``, or ``None``
-    (then its digest takes the exact path).  It holds when every store's receipt is a flat
-    ``dict`` of plain values (:func:`_plain_values`) and all the keys together sort
-    canonically."""
-    key_sets = [*own_keys]
-    for entry in stores:
-        receipt = entry.get("receipt")
-        if receipt is None:
-            continue
-        if type(receipt) is not dict or not _plain_values(receipt):
-            return None
-        keys = tuple(receipt)
-        if countOf(map(type, keys), str) != len(keys):
-            return None  # only exact strings reach the cache below
-        key_sets.append(keys)
-    return _proof(tuple(key_sets))
-
-
-@functools.lru_cache(maxsize=256)
-def _proof(key_sets: tuple[tuple[str, ...], ...]) -> CanonicalKeys | None:
-    """:func:`~kernel.canonical.items.canonical_keys` (``functools.lru_cache``: a pure
-    function of tuples of exact strings, answering with an immutable proof; stores answer
-    with a handful of receipt shapes).  Equal tuples of exact ``str`` are equal content,
-    so an object that merely compares equal can never be answered from the cache."""
-    return canonical_keys(key_sets)

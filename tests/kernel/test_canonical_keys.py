@@ -6,7 +6,9 @@
 * ``kernel_digest`` equals the exact ``kernel.canonical.digest.digest`` on generated
   values built from proven names, outputs and errors, for both profiles;
 * the fast path is taken where the benchmarks need it: the item, record and plan key
-  proofs exist, and the benchmark plan's every key is among the plan proof's names.
+  proofs exist, and the benchmark plan's every key is among the plan proof's names;
+* ``proven_keys`` checks a value itself (a deletion receipt holds what stores answered):
+  what it proves digests as the exact path, and the deletion benchmark's receipts pass.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.deletion_bench import deletion
 from benchmarks.recall_bench import bench_records
 from benchmarks.workloads import plan_request
 from kernel.canonical import digest as D
@@ -27,8 +30,11 @@ from kernel.canonical.items import (
     CanonicalKeys,
     canonical_keys,
     kernel_digest,
+    proven_keys,
 )
 from kernel.errors import KernelError
+from kernel.memory import lifecycle as L
+from kernel.memory.deletion import RECEIPT_DOMAIN
 from kernel.planning import planner as P
 
 
@@ -145,3 +151,55 @@ def test_kernel_digest_equals_the_exact_digest(value: dict[str, Any], profile: A
 @given(st.sets(st.sampled_from(_NAMES)))
 def test_every_subset_of_proven_names_sorts_as_the_peer_orders(names: set[str]) -> None:
     assert tuple(sorted(names)) == D.peer_key_order(sorted(names))
+
+
+# --------------------------------------------------------------------------- proven_keys
+_ANY_KEYS = st.text(max_size=6) | st.sampled_from(_NAMES)
+_ANY_SCALARS = (
+    _SCALARS
+    | st.integers(-(2**60), 2**60)  # beyond the safe range too
+    | st.floats(allow_nan=False, allow_infinity=False)  # integral, tiny and huge floats
+)
+_ANY_VALUES = st.recursive(
+    _ANY_SCALARS,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_ANY_KEYS, kids, max_size=5),
+    max_leaves=24,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(_ANY_KEYS, _ANY_VALUES, max_size=8))
+def test_a_value_proven_by_itself_digests_as_the_exact_path(value: dict[str, Any]) -> None:
+    """``proven_keys`` checks the value it gates (keys, scalars, nesting): whatever it
+    proves, the fast digest equals the exact one; whatever it refuses goes the exact way."""
+    exact = _outcome(lambda: D.digest(value, "test.domain/v1", "peer"))
+    proof = proven_keys(value)
+    assert _outcome(lambda: kernel_digest(value, "test.domain/v1", "peer", proof)) == exact
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": 1.0},  # a float: the encoder prints 1.0, the peer 1
+        {"a": 2**53 + 1},  # beyond the safe integers
+        {"stores": [{"error": {"code": "x", "Detail": 1}}]},  # a nested key out of order
+        {"a": (1, 2)},  # a tuple is not a JSON array here
+        {"é": 1},  # not ASCII
+    ],
+)
+def test_proven_keys_refuses_what_the_fast_path_cannot_print(value: dict[str, Any]) -> None:
+    assert proven_keys(value) is None
+
+
+def test_the_deletion_benchmark_receipts_take_the_fast_path() -> None:
+    """Every receipt of the deletion workload passes the gate, so a regression that
+    switched the fast path off fails here; the lifecycle's event and receipt proofs exist."""
+    run, _extra = deletion(100)
+    run.setup()  # type: ignore[attr-defined]
+    receipts = run()
+    assert isinstance(receipts, list) and len(receipts) == 100
+    for receipt in receipts:
+        body = {k: v for k, v in receipt.items() if k != "digest"}
+        assert proven_keys(body) is not None
+        assert kernel_digest(body, RECEIPT_DOMAIN, "peer", proven_keys(body)) == receipt["digest"]
+    assert L._EVENT_KEYS is not None and L._RECEIPT_KEYS is not None

@@ -194,18 +194,16 @@ def test_a_cache_never_answers_for_an_object_that_only_compares_equal() -> None:
     """The kernel's caches take exact strings only: an object equal to a cached key (a
     ``str`` subclass with its own ``__eq__``) is answered by the uncached rule, so what
     ran before cannot change its answer."""
+    from kernel.canonical.digest import canonical_json
+    from kernel.canonical.items import proven_keys
     from kernel.canonical.timestamps import parse_timestamp
-    from kernel.memory.purge import receipt_key_proof
 
     liar = _liar("zzz", "status")
-    own = (("store", "status", "receipt"),)
-
-    def proof(receipt: dict[Any, Any]) -> object:
-        return receipt_key_proof(own, [{"store": "s", "status": "purged", "receipt": receipt}])
-
-    before = proof({liar: "purged"})
-    assert proof({"status": "purged"}) is not None  # cached now
-    assert proof({liar: "purged"}) is before is None
+    before = (proven_keys({liar: "purged"}), canonical_json({liar: 1}, "peer"))
+    assert proven_keys({"status": "purged"}) is not None  # cached now
+    assert canonical_json({"status": 1}, "peer") == '{"status":1}'  # cached now
+    assert proven_keys({liar: "purged"}) is before[0] is None
+    assert canonical_json({liar: 1}, "peer") == before[1] == '{"zzz":1}'
     assert parse_timestamp(AT)[1] == AT  # cached now
     with pytest.raises(KernelError):
         parse_timestamp(_liar("not a time", AT))
