@@ -133,11 +133,13 @@ def assert_scope(scope: Any, scope_id: Any, field: str = "scope") -> dict[str, s
     return {"scope": name} if instance is None else {"scope": name, "scopeId": instance}
 
 
-def source_ref(raw: Any, field: str) -> dict[str, Any]:
+SOURCE_REF_FIELDS: Final = frozenset({"store", "id", "revision", "eventSequence", "digest", "uri"})
+PROVENANCE_FIELDS: Final = frozenset({"source", "actor", "observedAt", "parentDigests", "degraded"})
+
+
+def source_ref(raw: Any, field: str = "sourceRef") -> dict[str, Any]:
     value = object_value(raw, field)
-    known_fields(
-        value, frozenset({"store", "id", "revision", "eventSequence", "digest", "uri"}), field
-    )
+    known_fields(value, SOURCE_REF_FIELDS, field)
     out: dict[str, Any] = {
         "store": identifier(value.get("store"), f"{field}.store"),
         "id": identifier(value.get("id"), f"{field}.id"),
@@ -161,9 +163,7 @@ def digest_value(value: Any, field: str = "digest") -> str:
 
 def provenance(raw: Any, field: str = "provenance") -> dict[str, Any]:
     value = object_value(raw, field)
-    known_fields(
-        value, frozenset({"source", "actor", "observedAt", "parentDigests", "degraded"}), field
-    )
+    known_fields(value, PROVENANCE_FIELDS, field)
     out: dict[str, Any] = {"source": identifier(value.get("source"), f"{field}.source")}
     if "actor" in value:
         out["actor"] = identifier(value["actor"], f"{field}.actor")

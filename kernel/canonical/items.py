@@ -34,6 +34,8 @@ from typing import Any, Final
 from kernel.canonical import digest as _digest
 from kernel.canonical.checks import (
     MISSING,
+    PROVENANCE_FIELDS,
+    SOURCE_REF_FIELDS,
     boolean_value,
     bounded_integer,
     bounded_string,
@@ -42,6 +44,7 @@ from kernel.canonical.checks import (
     known_fields,
     object_value,
     scope_pair,
+    source_ref,
     timestamp,
 )
 from kernel.canonical.collation import ASCII_PRIMARY, ASCII_TERTIARY
@@ -111,10 +114,8 @@ _ITEM_FIELDS: Final = frozenset(
         "binding",
     }
 )
-_SOURCE_REF_FIELDS: Final = frozenset({"store", "id", "revision", "eventSequence", "digest", "uri"})
-_PROVENANCE_FIELDS: Final = frozenset(
-    {"source", "actor", "observedAt", "parentDigests", "degraded"}
-)
+_SOURCE_REF_FIELDS: Final = SOURCE_REF_FIELDS
+_PROVENANCE_FIELDS: Final = PROVENANCE_FIELDS
 _CONTENT_REF_FIELDS: Final = frozenset(
     {
         "store",
@@ -340,24 +341,6 @@ def _string_set(
 # --- nested objects -----------------------------------------------------------------------
 
 
-def _source_ref(raw: Any, field: str = "sourceRef") -> dict[str, Any]:
-    value = object_value(raw, field)
-    known_fields(value, _SOURCE_REF_FIELDS, field)
-    out: dict[str, Any] = {
-        "store": identifier(value.get("store"), f"{field}.store"),
-        "id": identifier(value.get("id"), f"{field}.id"),
-    }
-    if (v := value.get("revision", MISSING)) is not MISSING:
-        out["revision"] = bounded_integer(v, f"{field}.revision")
-    if (v := value.get("eventSequence", MISSING)) is not MISSING:
-        out["eventSequence"] = bounded_integer(v, f"{field}.eventSequence")
-    if (v := value.get("digest", MISSING)) is not MISSING:
-        out["digest"] = digest_value(v, f"{field}.digest")
-    if (v := value.get("uri", MISSING)) is not MISSING:
-        out["uri"] = bounded_string(v, f"{field}.uri", 1, 4096)
-    return out
-
-
 def _provenance(raw: Any, field: str = "provenance") -> dict[str, Any]:
     value = object_value(raw, field)
     known_fields(value, _PROVENANCE_FIELDS, field)
@@ -468,7 +451,7 @@ def normalize_context_item(raw: Any, *, profile: _digest.Profile = "peer") -> di
     out: dict[str, Any] = {"schemaVersion": 1, "itemId": item_id, "kind": kind, "scope": scope}
     if scope_id is not None:
         out["scopeId"] = scope_id
-    out["sourceRef"] = _source_ref(get("sourceRef"))
+    out["sourceRef"] = source_ref(get("sourceRef"))
     out["provenance"] = _provenance(get("provenance"))
     out["trust"] = trust
     out["sensitivity"] = sensitivity

@@ -39,6 +39,7 @@ from kernel.canonical.checks import (
     object_value,
     retention_policy,
     scope_pair,
+    source_ref,
     timestamp,
 )
 from kernel.canonical.checks import identifier as _checks_identifier
@@ -51,7 +52,6 @@ from kernel.canonical.items import (
     _content_ref,
     _is_one,
     _provenance,
-    _source_ref,
     _string_set,
     canonical_keys,
     kernel_digest,
@@ -257,7 +257,7 @@ def _evidence_refs(raw: Any) -> list[dict[str, Any]]:
             ):
                 out.append({"store": store, "id": ident})
                 continue
-        out.append(_source_ref(entry, f"evidenceRefs[{i}]"))
+        out.append(source_ref(entry, f"evidenceRefs[{i}]"))
     return out
 
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kernel.canonical.checks import bounded_string, known_fields, object_value
+from kernel.canonical.checks import bounded_string, identifier, known_fields, object_value
 from kernel.canonical.digest import Profile, digest
 from kernel.canonical.item_batch import normalize_context_items
 from kernel.canonical.timestamps import epoch_ms_to_iso, now_from_value
@@ -54,7 +54,6 @@ from kernel.ports import (
     SessionSnapshot,
     SummaryCancelled,
 )
-from kernel.vocabulary import IDENTIFIER
 
 SCHEMA: Final = "chainlesschain.context-compaction/v1"
 RECEIPT_DOMAIN: Final = "chainlesschain.compaction-receipt/v1"
@@ -98,13 +97,6 @@ _RECONCILE_CODES: Final = frozenset({"reconciliation_required", PROVIDER_USAGE_U
 MAX_METADATA_BYTES: Final = 64 * 1024
 
 Listener = Callable[[m.Announce], None]
-
-
-def identifier(value: Any, field: str) -> str:
-    text = bounded_string(value, field, 1, 160)
-    if IDENTIFIER.fullmatch(text) is None:
-        raise InvalidArgument(f"{field} is not a safe identifier", details={"field": field})
-    return text
 
 
 def receipt_from_record(record: OperationRecord, profile: Profile) -> dict[str, Any]:

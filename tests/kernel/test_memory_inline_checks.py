@@ -11,7 +11,7 @@ import pytest
 
 from kernel.canonical import items as N
 from kernel.canonical import records as NM
-from kernel.canonical.checks import identifier, timestamp
+from kernel.canonical.checks import identifier, source_ref, timestamp
 from kernel.canonical.records import normalize_memory_record
 from kernel.errors import KernelError
 from tests.kernel.test_memory_lifecycle import make
@@ -78,7 +78,7 @@ def test_evidence_refs(store: Any) -> None:
     for refs in ([{"store": store, "id": "ev-1"}], [{"store": "s", "id": store}],
                  [{"store": "s", "id": "ev-1"}, {"store": store, "uri": "u"}]):
         full = outcome(
-            lambda refs=refs: [N._source_ref(e, f"evidenceRefs[{i}]") for i, e in enumerate(refs)]
+            lambda refs=refs: [source_ref(e, f"evidenceRefs[{i}]") for i, e in enumerate(refs)]
         )
         assert outcome(lambda refs=refs: NM._evidence_refs(refs)) == full
 
