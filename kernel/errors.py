@@ -127,5 +127,11 @@ class ContentUnavailable(KernelError):
     default_code = "content_unavailable"
 
 
+class StoreReadOnly(InvalidArgument):
+    """A write through a store opened read-only (the caller's bug)."""
+
+    default_code = "store_read_only"
+
+
 class StoreFailure(KernelError):
     default_code = "store_failure"

@@ -59,7 +59,8 @@ def session_store(kind: Literal["sqlite", "jsonl"], path: Path, profile: Profile
     """A session store for the length of one call: the SQLite file ``path``, or the
     folder of ``<sessionId>.jsonl`` transcripts ``path``.  ``read_only``: a call that only
     reads sessions — the SQLite store is opened ``mode=ro`` (a path holding no session
-    store is ``not_found``, nothing is created; a write raises ``store_read_only``)."""
+    store is ``not_found``, nothing is created); a write through either store raises
+    ``store_read_only``."""
     if kind == "sqlite":
         sqlite = SqliteSessionPort(path, profile=profile, read_only=read_only)
         try:
@@ -67,4 +68,4 @@ def session_store(kind: Literal["sqlite", "jsonl"], path: Path, profile: Profile
         finally:
             sqlite.close()
     else:
-        yield JsonlSessionPort(path, profile=profile)
+        yield JsonlSessionPort(path, profile=profile, read_only=read_only)

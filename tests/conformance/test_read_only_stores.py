@@ -6,7 +6,8 @@
   missing store, or a database without the memory schema, is ``not_found`` (the file is
   never created).
 * a read of a JSONL session directory creates neither the directory nor a transcript nor
-  a lock file, and a FIFO where a transcript is expected is refused at once;
+  a lock file, and a FIFO where a transcript is expected is refused at once; a JSONL store
+  opened read-only refuses every write before touching the disk;
 * a read of a filesystem content store creates none of its directories;
 * ``reconcile`` — a read-only call — opens a SQLite session store read-only
   (``SqliteSessionPort(read_only=True)``): a missing path, an empty, non-SQLite or foreign
@@ -255,6 +256,32 @@ def test_reading_a_jsonl_session_directory_creates_nothing(tmp_path: Path) -> No
     existing.mkdir()
     JsonlSessionPort(existing).read_snapshot("s-1")
     assert list(existing.iterdir()) == []  # no transcript, no lock file
+
+
+def test_a_read_only_jsonl_store_refuses_every_write_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """``JsonlSessionPort(read_only=True)`` (``bootstrap.session_store(read_only=True)``)
+    refuses each write before touching the disk: the transcript's bytes and the folder's
+    listing are unchanged, and no lock file appears."""
+    root = tmp_path / "sessions"
+    writer = JsonlSessionPort(root)
+    assert writer.start_session("s-1").ok
+    before = _listing(root)
+    reader = JsonlSessionPort(root, read_only=True)
+    snapshot = reader.read_snapshot("s-1")
+    assert snapshot is not None
+    event = {"sessionId": "s-1", "operationId": "op-1"}
+    writes: list[Callable[[], object]] = [
+        lambda: reader.start_session("s-2"),
+        lambda: reader.append_compaction(event, snapshot.head),
+        lambda: reader.append_reconciliation(event, snapshot.head),
+    ]
+    for write in writes:
+        with pytest.raises(InvalidArgument) as caught:
+            write()
+        assert caught.value.code == "store_read_only"
+    assert _listing(root) == before
 
 
 def test_writing_a_jsonl_session_creates_its_directory(tmp_path: Path) -> None:

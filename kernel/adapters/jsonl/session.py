@@ -56,7 +56,7 @@ from kernel.adapters.jsonl.chain import (
 from kernel.adapters.jsonl.messages import SourceMessage, items_to_messages, messages_to_items
 from kernel.canonical.digest import Profile
 from kernel.canonical.timestamps import iso_to_epoch_ms
-from kernel.errors import InvalidArgument, KernelError, StoreFailure
+from kernel.errors import InvalidArgument, KernelError, StoreFailure, StoreReadOnly
 from kernel.ports import CasResult, OperationRecord, SessionSnapshot
 
 COMPACT: Final = "compact"
@@ -109,8 +109,12 @@ class JsonlSessionPort:
         clock: Callable[[], int] | None = None,
         lock_mode: str = "",
         lock_timeout: float = 120.0,
+        read_only: bool = False,
     ) -> None:
+        """``read_only``: every write raises ``store_read_only`` before touching the disk
+        (reads create nothing either way)."""
         self.root = Path(root)  # created by the first write, never by a read
+        self._read_only = read_only
         self._profile: Profile = profile
         self._sinks = tuple(allowed_sinks)
         self._clock = clock or (lambda: int(time.time() * 1000))
@@ -134,6 +138,8 @@ class JsonlSessionPort:
         """The session's write lock (every write takes it first: the directory is made
         here)."""
         path = self.path(session_id)
+        if self._read_only:
+            raise StoreReadOnly("the JSONL session store was opened read-only", details={})
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
 
-from kernel.errors import InvalidArgument, KernelError, StoreFailure
+from kernel.errors import KernelError, StoreFailure, StoreReadOnly
 
 _MAGIC: Final = b"SQLite format 3\x00"
 _HEADER: Final = 100
@@ -30,12 +30,6 @@ class StoreNotFound(KernelError):
     ``details["reason"]`` is ``missing``, ``empty``, ``not_sqlite`` or ``no_schema``."""
 
     default_code = "not_found"
-
-
-class StoreReadOnly(InvalidArgument):
-    """A write through a store opened read-only (the caller's bug)."""
-
-    default_code = "store_read_only"
 
 
 def open_wal(path: Path, timeout: float, schema: str, what: str,
