@@ -5,9 +5,10 @@ Public modules:
 
 * ``checks`` — the argument checks, in the peer's wording (one family for every API)
 * ``collation`` — ``collation_key`` (ICU root, the peer's ``localeCompare``)
-* ``digest`` — canonical JSON, ``digest``, ``kernel_digest``, profiles
+* ``digest`` — canonical JSON, ``digest``, profiles
 * ``item_batch`` — many ContextItems at once (the planner's batch path, digest-style fast path)
-* ``items`` — ``normalize_context_item`` and the ContextItem field rules
+* ``items`` — ``normalize_context_item``, the ContextItem field rules, ``kernel_digest`` and
+  its gate (``CanonicalKeys``, ``canonical_keys``, ``proven_keys``)
 * ``records`` — ``normalize_memory_record``, :class:`VerifiedRecord` (trusted by type)
 * ``timestamps`` — ``parse_timestamp``, ``epoch_ms_to_iso``, ``iso_to_epoch_ms``
 

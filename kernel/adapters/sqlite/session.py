@@ -91,7 +91,6 @@ class SqliteSessionPort(SqliteStore):
         else:
             self._conn = open_wal(self.path, timeout, SCHEMA, "session store", _TABLES)
 
-    # ----------------------------------------------------------------- plumbing
     # ----------------------------------------------------------------- seeding
     def seed(
         self,
