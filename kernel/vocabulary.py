@@ -13,7 +13,9 @@ Public API:
   :data:`SENSITIVITY`, :data:`POLICY_TRUST`, :data:`MEMORY_STATES`, :data:`RETENTION_MODES`.
 * The identifier and digest patterns (:data:`IDENTIFIER`, :data:`DIGEST`) and the
   numeric limits :data:`MAX_SAFE_INTEGER` (JavaScript's ``Number.MAX_SAFE_INTEGER``,
-  2**53 - 1: the peer's integers are IEEE doubles) and :data:`MAX_EXACT_INTEGER` (2**53).
+  2**53 - 1: the peer's integers are IEEE doubles) and :data:`MAX_EXACT_INTEGER` (2**53);
+  the size limits :data:`MAX_TOKENS`, :data:`MAX_PRIORITY`, :data:`MAX_CONTENT_CHARS`,
+  :data:`MAX_ITEMS`.
 
 Every other module imports these; none spells a scope list, an order, the identifier
 regex or the integer limit again (``tests/test_package_structure.py`` checks).
@@ -29,8 +31,12 @@ from typing import Final
 __all__ = (
     "DIGEST",
     "IDENTIFIER",
+    "MAX_CONTENT_CHARS",
     "MAX_EXACT_INTEGER",
+    "MAX_ITEMS",
+    "MAX_PRIORITY",
     "MAX_SAFE_INTEGER",
+    "MAX_TOKENS",
     "MEMORY_STATES",
     "POLICY_TRUST",
     "RETENTION_MODES",
@@ -54,6 +60,14 @@ MAX_SAFE_INTEGER: Final = 9_007_199_254_740_991
 #: 2**53: every integer of at most this magnitude is an exact double (prints as itself in
 #: JavaScript); beyond it a JavaScript number is the nearest double.
 MAX_EXACT_INTEGER: Final = MAX_SAFE_INTEGER + 1
+#: The largest token count (a window, an estimate): 2**24.
+MAX_TOKENS: Final = 16_777_216
+#: The largest priority of a ContextItem.
+MAX_PRIORITY: Final = 1_000_000
+#: The longest content, in UTF-16 code units (4 Mi).
+MAX_CONTENT_CHARS: Final = 4_194_304
+#: The most items one plan (or batch) takes.
+MAX_ITEMS: Final = 100_000
 #: A safe identifier: ids, scope ids, names (1–160 characters, no leading punctuation).
 IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,159}")
 #: A content digest on the wire.

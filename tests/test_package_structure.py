@@ -9,8 +9,8 @@
   cycle between modules or between packages.
 * The vocabulary is defined once, in ``kernel/vocabulary.py``: no other kernel module
   spells a list of three or more scopes, trust levels or sensitivities, the identifier
-  pattern, or the safe-integer limit; the typing ``Literal``s in the contracts list the
-  same values in the same order.
+  pattern, the safe-integer limit, or the token and content limits; the typing
+  ``Literal``s in the contracts list the same values in the same order.
 """
 
 from __future__ import annotations
@@ -174,6 +174,12 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 # --------------------------------------------------------------------------- vocabulary
 
+#: Size limits distinctive enough to spot when spelled again.
+_LIMITS = {
+    vocabulary.MAX_TOKENS: "MAX_TOKENS",
+    vocabulary.MAX_CONTENT_CHARS: "MAX_CONTENT_CHARS",
+}
+
 _WORDS = {
     "scope": set(vocabulary.SCOPES),
     "trust": set(vocabulary.TRUST),
@@ -201,6 +207,8 @@ def _spelled_vocabulary(tree: ast.Module) -> Iterator[str]:
         elif isinstance(node, ast.Constant):
             if node.value in (vocabulary.MAX_SAFE_INTEGER, 2**53):
                 yield f"line {node.lineno}: the safe-integer limit"
+            if type(node.value) is int and node.value in _LIMITS:
+                yield f"line {node.lineno}: the limit {_LIMITS[node.value]}"
             if isinstance(node.value, str) and vocabulary.IDENTIFIER.pattern in node.value:
                 yield f"line {node.lineno}: the identifier pattern"
         elif isinstance(node, ast.BinOp) and ast.unparse(node) == "2 ** 53":
@@ -222,6 +230,7 @@ def test_the_vocabulary_check_sees_a_copy() -> None:
         'T = frozenset({"host", "verified", "user"})\n',
         "LIMIT = 9_007_199_254_740_991\n",
         "LIMIT = 2**53 - 1\n",
+        "WINDOW = 16_777_216\n",
         'P = r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,159}"\n',
     )
     for source in copies:

@@ -60,7 +60,9 @@ from kernel.canonical.items import (
 from kernel.errors import InvalidArgument
 from kernel.vocabulary import (
     IDENTIFIER,
+    MAX_PRIORITY,
     MAX_SAFE_INTEGER,
+    MAX_TOKENS,
     SCOPE_ID_REQUIRED,
     SENSITIVITY,
     TRUST,
@@ -356,9 +358,9 @@ def _columnar(raws: list[Any]) -> ItemBatch | None:
         or not set(trusts) <= TRUST
         or not set(sensitivities) <= SENSITIVITY
         or min(tokens) < 1
-        or max(tokens) > 16_777_216
+        or max(tokens) > MAX_TOKENS
         or min(priorities) < 0
-        or max(priorities) > 1_000_000
+        or max(priorities) > MAX_PRIORITY
         or (contents and max(map(len, contents)) > 2_097_152)  # <= 4 Mi UTF-16 units
     ):
         return None

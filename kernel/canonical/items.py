@@ -53,7 +53,10 @@ from kernel.errors import DigestMismatch, InvalidArgument
 from kernel.vocabulary import (
     DIGEST,
     IDENTIFIER,
+    MAX_CONTENT_CHARS,
+    MAX_PRIORITY,
     MAX_SAFE_INTEGER,
+    MAX_TOKENS,
     SENSITIVITY,
     TRUST,
 )
@@ -456,8 +459,8 @@ def normalize_context_item(raw: Any, *, profile: _digest.Profile = "peer") -> di
     out["trust"] = trust
     out["sensitivity"] = sensitivity
     out["allowedSinks"] = _string_set(get("allowedSinks"), "allowedSinks", 1, 128, 128)
-    out["tokenEstimate"] = bounded_integer(get("tokenEstimate"), "tokenEstimate", 1, 16_777_216)
-    out["priority"] = bounded_integer(get("priority"), "priority", 0, 1_000_000)
+    out["tokenEstimate"] = bounded_integer(get("tokenEstimate"), "tokenEstimate", 1, MAX_TOKENS)
+    out["priority"] = bounded_integer(get("priority"), "priority", 0, MAX_PRIORITY)
     out["pinned"] = boolean_value(get("pinned"), "pinned")
     out["createdAt"] = timestamp(get("createdAt"), "createdAt")
     if "expiresAt" in value:
@@ -465,7 +468,7 @@ def normalize_context_item(raw: Any, *, profile: _digest.Profile = "peer") -> di
     if "binding" in value:
         out["binding"] = _binding(value["binding"])
     if "content" in value:
-        out["content"] = bounded_string(value["content"], "content", 0, 4 * 1024 * 1024)
+        out["content"] = bounded_string(value["content"], "content", 0, MAX_CONTENT_CHARS)
     else:
         out["contentRef"] = _content_ref(value["contentRef"])
     digest = kernel_digest(out, CONTEXT_ITEM_DOMAIN, profile, ITEM_KEYS)

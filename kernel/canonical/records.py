@@ -60,6 +60,7 @@ from kernel.canonical.timestamps import parse_timestamp
 from kernel.errors import DigestMismatch, InvalidArgument, KernelError
 from kernel.vocabulary import (
     IDENTIFIER,
+    MAX_CONTENT_CHARS,
     MAX_SAFE_INTEGER,
     MEMORY_STATES,
     RETENTION_MODES,
@@ -570,7 +571,9 @@ def _normalize(raw: Any, profile: _digest.Profile) -> dict[str, Any]:
     if type(sensitivity) is not str or sensitivity not in SENSITIVITY:
         raise InvalidArgument("MemoryRecord sensitivity is invalid")
     tombstoned = state in ("deleted", "purged")
-    content = bounded_string(get("content"), "content", 0 if tombstoned else 1, 4 * 1024 * 1024)
+    content = bounded_string(
+        get("content"), "content", 0 if tombstoned else 1, MAX_CONTENT_CHARS
+    )
     if not tombstoned and contains_secret_material(content):
         raise InvalidArgument(
             "MemoryRecord content appears to contain secret material", details={"field": "content"}

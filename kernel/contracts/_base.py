@@ -33,11 +33,11 @@ from typing import Annotated, Any, Final, Literal, cast
 from kernel import SCHEMA_VERSION as SCHEMA_VERSION
 from kernel import vocabulary
 from kernel.errors import InvalidArgument
+from kernel.vocabulary import MAX_CONTENT_CHARS as MAX_CONTENT_CHARS
+from kernel.vocabulary import MAX_ITEMS as MAX_ITEMS
+from kernel.vocabulary import MAX_PRIORITY as MAX_PRIORITY
 from kernel.vocabulary import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
-
-MAX_TOKENS: Final = 16_777_216
-MAX_CONTENT_CHARS: Final = 4_194_304
-MAX_ITEMS: Final = 100_000
+from kernel.vocabulary import MAX_TOKENS as MAX_TOKENS
 
 IDENTIFIER_PATTERN: Final = f"^{vocabulary.IDENTIFIER.pattern}$"
 DIGEST_PATTERN: Final = f"^{vocabulary.DIGEST.pattern}$"

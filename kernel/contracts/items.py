@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from kernel.contracts._base import (
+    MAX_PRIORITY,
+    MAX_TOKENS,
     Constraint,
     Content,
     Count,
@@ -42,8 +44,8 @@ Uri = Annotated[str, Constraint(min_length=1, max_length=4096)]
 MimeType = Annotated[str, Constraint(min_length=1, max_length=256)]
 ParentDigests = Annotated[tuple[Digest, ...], Constraint(max_length=128, unique=True)]
 AllowedSinks = Annotated[tuple[Sink, ...], Constraint(min_length=1, max_length=128, unique=True)]
-TokenEstimate = Annotated[int, Constraint(ge=1, le=16_777_216)]
-Priority = Annotated[int, Constraint(ge=0, le=1_000_000)]
+TokenEstimate = Annotated[int, Constraint(ge=1, le=MAX_TOKENS)]
+Priority = Annotated[int, Constraint(ge=0, le=MAX_PRIORITY)]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

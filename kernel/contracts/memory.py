@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from kernel.contracts._base import (
+    MAX_CONTENT_CHARS,
     Constraint,
     Content,
     Count,
@@ -60,7 +61,7 @@ EvidenceRefs = Annotated[tuple[SourceRef, ...], Constraint(min_length=1, max_len
 Tags = Annotated[tuple[Tag, ...], Constraint(max_length=128, unique=True)]
 Supersedes = Annotated[tuple[Identifier, ...], Constraint(max_length=128, unique=True)]
 MaxAgeDays = Annotated[int, Constraint(ge=1, le=365_000)]
-ProposalContent = Annotated[str, Constraint(min_length=1, max_length=4_194_304)]
+ProposalContent = Annotated[str, Constraint(min_length=1, max_length=MAX_CONTENT_CHARS)]
 LooseTags = Annotated[tuple[ShortText, ...], Constraint(max_length=128)]
 LooseSinks = Annotated[tuple[ShortText, ...], Constraint(min_length=1, max_length=128)]
 LooseEvidenceRefs = Annotated[tuple[SourceRef, ...], Constraint(max_length=128)]

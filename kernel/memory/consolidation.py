@@ -49,7 +49,7 @@ from kernel.memory.lifecycle import (
     reject_secret_material,
 )
 from kernel.memory.policy import inherited_policy
-from kernel.vocabulary import Trust
+from kernel.vocabulary import MAX_ITEMS, Trust
 
 __all__ = ("ConsolidationResult", "ConsolidationSummarizer", "consolidate_session")
 
@@ -127,7 +127,7 @@ def _request(raw: Any) -> tuple[str, dict[str, str], list[Mapping[str, Any]], in
         )
     scope_id = identifier(request.get("scopeId", session_id), "scopeId")
     items = request.get("items")
-    if not isinstance(items, list) or len(items) > 100_000:
+    if not isinstance(items, list) or len(items) > MAX_ITEMS:
         raise InvalidArgument("items must be a bounded array", details={"field": "items"})
     limit = bounded_integer(request.get("maxCandidates", MAX_CANDIDATES), "maxCandidates", 0, 1000)
     evidence = [object_value(i, f"items[{n}]") for n, i in enumerate(items)]

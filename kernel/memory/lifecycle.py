@@ -78,7 +78,7 @@ from kernel.errors import IllegalTransition, InvalidArgument, RevisionConflict, 
 from kernel.errors import ReplicaTombstoneFenced as TombstoneFenced
 from kernel.machine import Machine
 from kernel.ports import Clock, NewId
-from kernel.vocabulary import MAX_SAFE_INTEGER
+from kernel.vocabulary import MAX_CONTENT_CHARS, MAX_SAFE_INTEGER
 
 __all__ = (
     "COMMAND_TARGETS",
@@ -309,7 +309,7 @@ def _candidate(
     raw: dict[str, Any] = {"schemaVersion": 1, "memoryId": memory_id}
     raw.update(assert_scope(get("scope"), get("scopeId", MISSING)))
     raw["category"] = identifier(get("category"), "category")
-    raw["content"] = bounded_string(get("content"), "content", 1, 4 * 1024 * 1024)
+    raw["content"] = bounded_string(get("content"), "content", 1, MAX_CONTENT_CHARS)
     if "contentRef" in value:
         raw["contentRef"] = value["contentRef"]
     if "summary" in value:

@@ -68,7 +68,7 @@ from kernel.planning.partitions import (
     derive_ceilings,
     normalize_partition_map,
 )
-from kernel.vocabulary import MAX_SAFE_INTEGER, POLICY_TRUST
+from kernel.vocabulary import MAX_ITEMS, MAX_PRIORITY, MAX_SAFE_INTEGER, MAX_TOKENS, POLICY_TRUST
 
 __all__ = (
     "CONTEXT_PLAN_DOMAIN",
@@ -80,8 +80,7 @@ __all__ = (
 
 CONTEXT_PLAN_SCHEMA: Final = "chainlesschain.context-plan/v1"
 CONTEXT_PLAN_DOMAIN: Final = "chainlesschain.context-plan/v1"
-MAX_WINDOW_TOKENS: Final = 16_777_216
-MAX_ITEMS: Final = 100_000
+MAX_WINDOW_TOKENS: Final = MAX_TOKENS
 
 _REQUEST_FIELDS: Final = frozenset(
     {
@@ -347,7 +346,7 @@ def _protected(batch: ItemBatch) -> Sequence[bool]:
     ]
 
 
-_PRIORITY_SPAN: Final = 1_000_000  # priorities are 0..1,000,000 (20 bits)
+_PRIORITY_SPAN: Final = MAX_PRIORITY  # priorities are 0..1,000,000 (20 bits)
 
 
 def _order_keys(batch: ItemBatch, protected: Sequence[bool]) -> list[int]:
