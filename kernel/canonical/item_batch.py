@@ -569,7 +569,7 @@ def context_item_batch(raws: Sequence[Any], *, profile: _digest.Profile = "peer"
     same errors).  The columnar path's digests are profile-free: for the values it takes
     (strings without lone surrogates, safe integers, booleans; keys of
     :data:`~kernel.canonical.items.ITEM_KEYS`) both profiles give the same bytes."""
-    if isinstance(raws, list):
+    if isinstance(raws, list) and profile in _digest.PROFILES:  # else the exact path refuses it
         batch = _columnar(raws)
         if batch is not None:
             return batch

@@ -257,13 +257,13 @@ def kernel_digest(
 
 def _sorted_keys_digest(value: Any, domain: str, profile: _digest.Profile) -> str:
     """The fast path of :func:`kernel_digest` (its gate passed)."""
-    if _DUMPS is None or profile not in ("peer", "jcs"):
-        return _digest.digest(value, domain, profile)
+    if _DUMPS is None or profile not in ("peer", "jcs") or type(domain) is not str:
+        return _digest.digest(value, domain, profile)  # the exact path decides (or refuses)
     try:
         body = _DUMPS(value, option=_SORT_KEYS)  # the ``orjson`` encoder, called directly
-    except (TypeError, ValueError):  # orjson.JSONEncodeError: the encoder's refusal
+        prefix = _domain_prefix(domain)
+    except (TypeError, ValueError):  # the encoder's refusal; a domain that is not UTF-8
         return _digest.digest(value, domain, profile)
-    prefix = _domain_prefix(domain) if type(domain) is str else _domain_bytes(domain)
     return _DIGEST_PREFIX + _sha256(prefix + body).hexdigest()
 
 

@@ -25,11 +25,13 @@ from benchmarks.recall_bench import bench_records
 from benchmarks.workloads import plan_request
 from kernel.canonical import digest as D
 from kernel.canonical import records as R
+from kernel.canonical.item_batch import normalize_context_items
 from kernel.canonical.items import (
     ITEM_KEYS,
     CanonicalKeys,
     canonical_keys,
     kernel_digest,
+    normalize_context_item,
     proven_keys,
 )
 from kernel.errors import KernelError
@@ -203,3 +205,20 @@ def test_the_deletion_benchmark_receipts_take_the_fast_path() -> None:
         assert proven_keys(body) is not None
         assert kernel_digest(body, RECEIPT_DOMAIN, "peer", proven_keys(body)) == receipt["digest"]
     assert L._EVENT_KEYS is not None and L._RECEIPT_KEYS is not None
+
+
+@pytest.mark.parametrize("domain", ["lone \ud800 surrogate", 5, None])
+def test_a_bad_domain_is_refused_as_the_exact_path_refuses_it(domain: Any) -> None:
+    value = {"kind": "message"}
+    exact = _outcome(lambda: D.digest(value, domain, "peer"))
+    assert exact[0] == "error"
+    assert _outcome(lambda: kernel_digest(value, domain, "peer", ITEM_KEYS)) == exact
+
+
+def test_the_batch_path_refuses_an_unknown_profile_as_the_exact_path() -> None:
+    raw = plan_request(1)["items"][0]
+    with pytest.raises(KernelError) as exact:
+        normalize_context_item(raw, profile="bogus")  # type: ignore[arg-type]
+    with pytest.raises(KernelError) as batch:
+        normalize_context_items([raw], profile="bogus")  # type: ignore[arg-type]
+    assert (batch.value.code, batch.value.details) == (exact.value.code, exact.value.details)
