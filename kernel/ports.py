@@ -93,6 +93,7 @@ a non-mapping, or an exception — its ``code`` is recorded) leaves the store
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import (
@@ -106,6 +107,8 @@ from typing import (
     cast,
     runtime_checkable,
 )
+
+from kernel.errors import InvalidArgument
 
 #: Epoch milliseconds; the only clock the kernel knows.
 Clock: TypeAlias = Callable[[], int]
@@ -302,6 +305,46 @@ def _copy(value: Any) -> Any:
     if kind in _SCALARS:
         return value
     return copy.deepcopy(value)
+
+
+_JSON_SCALARS: Final = frozenset({str, int, bool, type(None)})
+
+
+def json_value(value: Any, label: str = "value") -> Any:
+    """``value`` as a store holds it: a new JSON value (objects with string keys, arrays —
+    a tuple becomes a list —, strings, integers, finite numbers, booleans, ``null``; a
+    ``str`` or ``int`` subclass becomes its plain value).  Anything else is refused with
+    ``invalid_argument`` naming its type, the same way by every memory store, before
+    anything is written (what ``json.dumps(allow_nan=False)`` of the SQLite store accepts,
+    with non-string keys refused instead of converted)."""
+    kind = type(value)
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise InvalidArgument(
+                    f"{label} holds a key that is not a string",
+                    details={"type": type(key).__name__},
+                )
+            out[key] = item if type(item) in _JSON_SCALARS else json_value(item, label)
+        return out
+    if kind is list or kind is tuple:
+        return [item if type(item) in _JSON_SCALARS else json_value(item, label) for item in value]
+    if kind in _JSON_SCALARS:
+        return value
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        raise InvalidArgument(f"{label} holds a number that is not finite", details={})
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, Mapping):
+        return json_value(dict(value), label)
+    if isinstance(value, list | tuple):
+        return json_value(list(value), label)
+    raise InvalidArgument(f"{label} is not a JSON value", details={"type": kind.__name__})
 
 
 class MemoryCommit(NamedTuple):

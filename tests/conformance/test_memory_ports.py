@@ -166,6 +166,35 @@ def test_change_feed_and_values_are_copies(port: MemoryPort) -> None:
     assert port.changes(1) == changes[1:]
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [float("nan"), float("inf"), {1: "a non-string key"}, {"x": object()}, b"bytes"],
+    ids=["nan", "inf", "int-key", "object", "bytes"],
+)
+def test_every_store_refuses_a_value_that_is_not_json_alike(port: MemoryPort, bad: Any) -> None:
+    """An event, an operation or a conflict entry holding a non-JSON value is refused with
+    ``invalid_argument`` by every adapter before anything is written (the in-memory port
+    once kept NaN and tuples, SQLite refused them with a bare ``ValueError``)."""
+    assert propose(port, "mem-j").ok
+    record = port.read("mem-j")
+    assert record is not None
+    revision = port.store_revision()
+    with pytest.raises(InvalidArgument):
+        port.commit(MemoryCommit(advance(record), {"eventId": "e-j", "v": bad}), 1)
+    with pytest.raises(InvalidArgument):
+        port.put_reconciliation({"requestId": "r-j", "v": bad})
+    assert port.store_revision() == revision and port.get_reconciliation("r-j") is None
+    assert port.read("mem-j") == record
+
+
+def test_every_store_gives_back_json_values(port: MemoryPort) -> None:
+    """A tuple is stored as a JSON array and comes back as a list, from every adapter."""
+    port.put_reconciliation({"requestId": "r-t", "pair": (1, 2), "nested": {"t": ("a",)}})
+    assert port.get_reconciliation("r-t") == {
+        "requestId": "r-t", "pair": [1, 2], "nested": {"t": ["a"]}
+    }
+
+
 def test_sqlite_is_durable_and_cas_holds_across_connections(tmp_path: Path) -> None:
     path = tmp_path / "m.sqlite3"
     a, b = SqliteMemoryPort(path), SqliteMemoryPort(path)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import math
 import pickle
 import re
@@ -434,16 +435,16 @@ def test_the_in_memory_port_gives_back_exactly_what_it_stored() -> None:
     port = InMemoryMemoryPort([record()])
     current = port.read("mem-1")
     assert current is not None
-    odd = {"requestId": "r-1", "weight": math.nan, "pair": (1, 2), "none": None}
+    odd = {"requestId": "r-1", "pair": (1, 2), "none": None}
     changed = {**current, "state": "archived", "revision": 2, "updatedAt": AT}
     del changed["digest"]
     nxt = normalize_memory_record(changed)
-    port.commit(MemoryCommit(nxt, {"memoryId": "mem-1", "value": math.inf}, odd), 1)
+    port.commit(MemoryCommit(nxt, {"memoryId": "mem-1", "value": 1.5}, odd), 1)
     stored = port.get_reconciliation("r-1")
-    assert stored is not None and math.isnan(stored["weight"]) and stored["pair"] == (1, 2)
-    assert math.isinf(port.events()[0]["value"])
+    assert stored == {"requestId": "r-1", "pair": [1, 2], "none": None}  # JSON, as SQLite
+    assert port.events()[0]["value"] == 1.5
     port.put_reconciliation({"requestId": "r-2", "list": (3, 4)})
-    assert port.get_reconciliation("r-2") == {"requestId": "r-2", "list": (3, 4)}  # a deep copy
+    assert port.get_reconciliation("r-2") == {"requestId": "r-2", "list": [3, 4]}  # a deep copy
     assert port.read("mem-1") == nxt
     assert port.list_scope("project", "project-1") == [nxt]
     assert port.list_scope("project", "project-2") == []
@@ -552,13 +553,23 @@ _JSONISH = st.recursive(
 def test_the_store_gives_back_a_private_deep_copy_of_what_it_was_given(
     value: dict[str, Any],
 ) -> None:
+    """What the store gives back is what the SQLite store would: the JSON of what it was
+    given (``json.dumps(allow_nan=False)`` then ``json.loads``: tuples as lists), a new
+    copy each time; what JSON cannot hold (NaN, infinities) is refused, nothing stored."""
     port = InMemoryMemoryPort()
     operation = {**value, "requestId": "r-1"}
+    try:
+        expected = json.loads(json.dumps(operation, allow_nan=False))
+    except ValueError:
+        with pytest.raises(InvalidArgument):
+            port.put_reconciliation(operation)
+        assert port.get_reconciliation("r-1") is None
+        return
     port.put_reconciliation(operation)
     first, second = port.get_reconciliation("r-1"), port.get_reconciliation("r-1")
-    assert same_types(first, operation) and same_types(second, operation)  # tuples, NaN too
+    assert same_types(first, expected) and same_types(second, expected)
     assert not mutable_ids(first) & (mutable_ids(operation) | mutable_ids(second))
-    assert same_types(port.reconciliations()["r-1"], operation)
+    assert same_types(port.reconciliations()["r-1"], expected)
 
 
 def test_the_instruction_count_harness_runs_and_restores_the_clock() -> None:

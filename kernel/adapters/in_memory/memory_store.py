@@ -24,7 +24,7 @@ from typing import Any
 from kernel.canonical.records import normalize_memory_record
 from kernel.errors import InvalidArgument
 from kernel.memory.conflicts import parse_conflict
-from kernel.ports import CommitResult, MemoryCommit, json_copy
+from kernel.ports import CommitResult, MemoryCommit, json_copy, json_value
 
 __all__ = ["InMemoryMemoryPort"]
 
@@ -88,9 +88,9 @@ class InMemoryMemoryPort:
                 "a commit must advance the record revision by one",
                 details={"memoryId": memory_id, "expectedRevision": expected_revision},
             )
-        event = json_copy(dict(commit.event))
+        event = json_value(commit.event, "event")
         operation = commit.reconciliation
-        stored_operation = json_copy(dict(operation)) if operation is not None else None
+        stored_operation = json_value(operation, "operation") if operation is not None else None
         self._place(record)
         self._events.append((memory_id, event))
         if stored_operation is not None:
@@ -130,7 +130,7 @@ class InMemoryMemoryPort:
         return json_copy(operation) if operation is not None else None
 
     def put_reconciliation(self, operation: Mapping[str, Any]) -> None:
-        self._reconciliations[str(operation["requestId"])] = json_copy(dict(operation))
+        self._reconciliations[str(operation["requestId"])] = json_value(operation, "operation")
 
     def reconciliations(self) -> dict[str, dict[str, Any]]:
         return json_copy(self._reconciliations)
@@ -139,7 +139,7 @@ class InMemoryMemoryPort:
         conflict_id = str(conflict["conflictId"])
         if conflict_id in self._conflicts:
             return False  # append-only: the first entry for the pair stays
-        self._conflicts[conflict_id] = json_copy(dict(conflict))
+        self._conflicts[conflict_id] = json_value(conflict, "conflict")
         for memory_id in conflict["memoryIds"]:
             self._conflicts_by_member.setdefault(str(memory_id), set()).add(conflict_id)
         return True

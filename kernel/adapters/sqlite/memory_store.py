@@ -40,7 +40,7 @@ from kernel.adapters.sqlite.connection import (
 )
 from kernel.canonical.records import normalize_memory_record
 from kernel.errors import InvalidArgument, StoreFailure
-from kernel.ports import CommitResult, MemoryCommit
+from kernel.ports import CommitResult, MemoryCommit, json_value
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -89,8 +89,12 @@ class MemoryStoreNotFound(StoreNotFound):
     """No SQLite memory store at the path (read-only open; the caller's path)."""
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+def _dumps(value: Any, label: str = "value") -> str:
+    """The stored JSON of ``value``; a value that is not JSON is refused as every memory
+    store refuses it (:func:`kernel.ports.json_value`)."""
+    return json.dumps(
+        json_value(value, label), ensure_ascii=True, separators=(",", ":"), allow_nan=False
+    )
 
 
 def _loads(text: str) -> Any:
@@ -139,7 +143,7 @@ class SqliteMemoryPort(SqliteStore):
     @staticmethod
     def _put_record(conn: sqlite3.Connection, record: Mapping[str, Any]) -> str:
         """Make ``record`` the stored version of its memory; returns the body written."""
-        body = _dumps(record)
+        body = _dumps(record, "record")
         conn.execute(
             "INSERT OR REPLACE INTO records(memory_id, scope, scope_id, state, revision, body) "
             "VALUES (?, ?, ?, ?, ?, ?)",
@@ -161,7 +165,7 @@ class SqliteMemoryPort(SqliteStore):
         (revision,) = conn.execute("SELECT value FROM meta WHERE key = 'store_revision'").fetchone()
         conn.execute(
             "INSERT INTO commits(store_revision, memory_id, record, event) VALUES (?, ?, ?, ?)",
-            (revision, record["memoryId"], body, None if event is None else _dumps(event)),
+            (revision, record["memoryId"], body, None if event is None else _dumps(event, "event")),
         )
         return int(revision)
 
@@ -209,7 +213,7 @@ class SqliteMemoryPort(SqliteStore):
                     operation = dict(commit.reconciliation)
                     conn.execute(
                         "INSERT OR REPLACE INTO reconciliations(request_id, body) VALUES (?, ?)",
-                        (str(operation["requestId"]), _dumps(operation)),
+                        (str(operation["requestId"]), _dumps(operation, "operation")),
                     )
         except sqlite3.Error as exc:
             raise StoreFailure("SQLite memory commit failed", details={}) from exc
@@ -261,7 +265,7 @@ class SqliteMemoryPort(SqliteStore):
             with self._tx() as conn:
                 conn.execute(
                     "INSERT OR REPLACE INTO reconciliations(request_id, body) VALUES (?, ?)",
-                    (str(operation["requestId"]), _dumps(dict(operation))),
+                    (str(operation["requestId"]), _dumps(operation, "operation")),
                 )
         except sqlite3.Error as exc:
             raise StoreFailure("SQLite reconciliation write failed", details={}) from exc
@@ -278,7 +282,7 @@ class SqliteMemoryPort(SqliteStore):
                 cursor = conn.execute(
                     "INSERT OR IGNORE INTO conflicts(conflict_id, memory_a, memory_b, body) "
                     "VALUES (?, ?, ?, ?)",
-                    (str(conflict["conflictId"]), first, second, _dumps(dict(conflict))),
+                    (str(conflict["conflictId"]), first, second, _dumps(conflict, "conflict")),
                 )
                 stored = cursor.rowcount == 1
         except sqlite3.Error as exc:
