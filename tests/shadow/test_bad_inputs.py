@@ -1,7 +1,8 @@
 """Bad-input corpus: every broken input is a named error, never a GO, never a traceback.
 
 Each case copies ONE small bundled scenario (``short-session``) into ``tmp_path``, breaks
-one thing — a fixture file, a cassette, a waiver file, a report read back, an argument —
+one thing — a fixture file here (cassettes, waiver files and arguments:
+test_bad_run_inputs.py; reports read back: test_bad_report_inputs.py) —
 and runs the real CLI in-process (``shadow.cli.main``).  Every case asserts:
 
 * the exit code is never 0 (never a GO), and nothing prints a traceback or an
@@ -23,158 +24,41 @@ import json
 import os
 import pathlib
 import shutil
-import signal
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from shadow.cli import main
+from tests.shadow import test_bad_run_inputs as run_inputs
+from tests.shadow.bad_inputs import (
+    BASE,
+    CANARY,
+    CAP,
+    Build,
+    Corpus,
+    Env,
+    Expect,
+    Quarantined,
+    Refused,
+    _drop,
+    _mut,
+    _no_hang,  # noqa: F401  (the autouse alarm)
+    _quarantine_entries,
+    _set,
+    _symlink,
+    check,
+    make_env,
+    posix_only,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "fixtures"
-RECORDINGS = ROOT / "recordings"
-BASE = "short-session"
-CAP = "cli.compress.json"
-CASSETTE = "provider-summary-ok.yaml"
-CANARY = "sk-proj-Q7wX2mZ9CANARYrT4kLp8vN3bH6jY1"
-POSIX = os.name == "posix"
-
-
-# --------------------------------------------------------------------------- plumbing
-
-
-@dataclass
-class Env:
-    tmp: Path
-    fx: Path  # the corpus root
-    sc: Path  # the scenario folder
-    out: Path
-    mp: pytest.MonkeyPatch
-
-    def run(self, *extra: str) -> list[str]:
-        return ["run", "--fixtures", str(self.fx), "--out", str(self.out),
-                "--skip-determinism", *extra]
-
-    def read(self, name: str) -> Any:
-        return json.loads((self.sc / name).read_text(encoding="utf-8"))
-
-    def write(self, name: str, value: Any) -> None:
-        data = value if isinstance(value, bytes) else json.dumps(value).encode("utf-8")
-        (self.sc / name).write_bytes(data)
-
-
-@dataclass(frozen=True)
-class Quarantined:
-    """NO-GO because this file was quarantined at this pointer."""
-
-    source: str  # relative to the corpus root
-    pointer: str
-
-
-@dataclass(frozen=True)
-class Refused:
-    """Exit 2 naming ``name`` (a file's trailing path or an argument) and ``problem``."""
-
-    name: str
-    problem: str
-
-
-Build = Callable[[Env], list[str]]
-Expect = Quarantined | Refused
-
-
-class Hang(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def _no_hang() -> Iterator[None]:
-    if not hasattr(signal, "SIGALRM"):
-        yield
-        return
-
-    def alarm(signum: int, frame: Any) -> None:
-        raise Hang("the run blocked")
-
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(20)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+case = Corpus()
 
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     return make_env(tmp_path, monkeypatch)
-
-
-def make_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
-    fx = tmp_path / "fx"
-    shutil.copytree(FIXTURES / BASE, fx / BASE)
-    monkeypatch.chdir(tmp_path)  # hermetic: no ./recordings, nothing written elsewhere
-    return Env(tmp_path, fx, fx / BASE, tmp_path / "out", monkeypatch)
-
-
-def _quarantine_entries(report: dict[str, Any]) -> list[tuple[str, str]]:
-    out = []
-    for d in report["divergences"]:
-        if d["reason_code"] == "fixture.invalid":
-            src = d["surface"] if d["surface"] == d["fixture"] else f"{d['fixture']}/{d['surface']}"
-            out.append((src, d["detail"].get("pointer", "")))
-    return out
-
-
-def check(env: Env, argv: list[str], expect: Expect,
-          capsys: pytest.CaptureFixture[str]) -> str:
-    """Run ``argv`` and assert the module's rules; returns stderr."""
-    code = main(argv)
-    out, err = capsys.readouterr()
-    text = out + err
-    assert code != 0, "a broken input must never be a GO"
-    assert "Traceback" not in text and "internal error" not in text, text
-    assert CANARY not in text
-    if isinstance(expect, Refused):
-        assert code == 2, (code, text[-2000:])
-        assert err.startswith("shadow: error: ") or err.startswith("usage:") or \
-            "error:" in err, err
-        assert expect.name in err, (expect.name, err)
-        assert expect.problem in err, (expect.problem, err)
-        return err
-    assert code == 1, (code, text[-2000:])
-    report_text = (env.out / "report.json").read_text(encoding="utf-8")
-    assert CANARY not in report_text
-    report = json.loads(report_text)
-    assert report["verdict"] == "NO-GO"
-    assert (expect.source, expect.pointer) in _quarantine_entries(report), (
-        expect, _quarantine_entries(report))
-    assert report["totals"]["quarantined"] >= 1
-    # the run names each quarantined file on stdout too
-    assert f"quarantined: {expect.source} at {expect.pointer or '/'}" in out, out
-    return err
-
-
-CASES: list[Any] = []
-
-
-def case(id_: str, build: Build, expect: Expect, *marks: Any) -> None:
-    CASES.append(pytest.param(build, expect, id=id_, marks=marks))
-
-
-def posix_only(reason: str = "POSIX file types") -> Any:
-    return pytest.mark.skipif(not POSIX, reason=reason)
-
-
-def _symlink(target: str | Path, link: Path) -> None:
-    try:
-        os.symlink(target, link)
-    except (OSError, NotImplementedError):
-        pytest.skip("symlinks are not available here")
-
 
 # =========================================================================== control
 
@@ -409,33 +293,6 @@ for _kind, _raw_number in NUMBERS.items():
 # --------------------------------------------------------------------------- input.json
 
 
-def _mut(name: str, fn: Callable[[Any], Any]) -> Build:
-    def build(e: Env) -> list[str]:
-        doc = e.read(name)
-        got = fn(doc)
-        e.write(name, doc if got is None else got)
-        return e.run()
-    return build
-
-
-def _set(*path: Any, value: Any) -> Callable[[Any], None]:
-    def fn(doc: Any) -> None:
-        node = doc
-        for key in path[:-1]:
-            node = node[key]
-        node[path[-1]] = value
-    return fn
-
-
-def _drop(*path: Any) -> Callable[[Any], None]:
-    def fn(doc: Any) -> None:
-        node = doc
-        for key in path[:-1]:
-            node = node[key]
-        del node[path[-1]]
-    return fn
-
-
 CALL = {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
 INPUT_CASES: list[tuple[str, Callable[[Any], Any], str]] = [
     ("format-missing", _drop("format"), "/format"),
@@ -667,224 +524,16 @@ case("capture-contradictory-calls",
      _contradiction("calls", lambda _o: [{"output": None, "error": {"message": "x"}}]),
      Quarantined(f"{BASE}/cli.compress.zz-again.json", "/calls"))
 
-# =========================================================================== cassettes
-
-
-def _cassette(name: str, data: bytes | str | Callable[[str], str] | None,
-              kind: str = "file") -> Build:
-    def build(e: Env) -> list[str]:
-        rec = e.tmp / "rec"
-        rec.mkdir(exist_ok=True)
-        shutil.copy(RECORDINGS / CASSETTE, rec / CASSETTE)
-        p = rec / name
-        if kind == "dir":
-            p.mkdir()
-        elif kind == "fifo":
-            os.mkfifo(p)
-        elif kind == "dangling":
-            _symlink(rec / "nowhere.yaml", p)
-        elif callable(data):
-            p.write_text(data((RECORDINGS / CASSETTE).read_text(encoding="utf-8")),
-                         encoding="utf-8")
-        elif data is not None:
-            p.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-        return e.run("--recordings", str(rec))
-    return build
-
-
-def _yaml_doc(fn: Callable[[dict[str, Any]], None]) -> Callable[[str], str]:
-    import yaml
-
-    def edit(text: str) -> str:
-        doc = yaml.safe_load(text)
-        fn(doc)
-        return yaml.safe_dump(doc)
-    return edit
-
-
-def _interaction(fn: Callable[[dict[str, Any]], None]) -> Callable[[str], str]:
-    return _yaml_doc(lambda d: fn(d["interactions"][0]))
-
-
-C = f"rec/{CASSETTE}"
-CASSETTE_CASES: list[tuple[str, str, Any, str, Expect]] = [
-    ("bad-yaml", CASSETTE, "interactions: [\n  - {", "file", Refused(C, "well-formed YAML")),
-    ("tab-indented-yaml", CASSETTE, "version: 1\n\tinteractions: []\n", "file",
-     Refused(C, "well-formed YAML")),
-    ("empty", CASSETTE, b"", "file", Refused(C, "an empty file")),
-    ("whitespace-only", CASSETTE, "\n\n   \n", "file", Refused(C, "an empty file")),
-    ("invalid-utf8", CASSETTE, b"version: 1\nx: \xff\xfe\n", "file", Refused(C, "UTF-8")),
-    ("bom", CASSETTE, b"\xef\xbb\xbfversion: 1\n", "file", Refused(C, "byte-order mark")),
-    ("not-a-mapping-list", CASSETTE, "- 1\n- 2\n", "file", Refused(C, "a YAML mapping")),
-    ("not-a-mapping-scalar", CASSETTE, f"{CANARY}\n", "file", Refused(C, "a YAML mapping")),
-    ("version-2", CASSETTE, _yaml_doc(lambda d: d.update(version=2)), "file",
-     Refused(C, "version 1")),
-    ("version-string", CASSETTE, _yaml_doc(lambda d: d.update(version="1")), "file",
-     Refused(C, "version 1")),
-    ("version-missing", CASSETTE, _yaml_doc(lambda d: d.pop("version")), "file",
-     Refused(C, "version 1")),
-    ("metadata-missing", CASSETTE, _yaml_doc(lambda d: d.pop("metadata")), "file",
-     Refused(C, "/metadata")),
-    ("format-unknown", CASSETTE,
-     _yaml_doc(lambda d: d["metadata"].update(format="vcrpy-plain/v9")), "file",
-     Refused(C, "shadow-provider-cassette/v1")),
-    ("format-missing", CASSETTE, _yaml_doc(lambda d: d["metadata"].pop("format")), "file",
-     Refused(C, "/metadata/format")),
-    ("another-scenario", CASSETTE,
-     _yaml_doc(lambda d: d["metadata"].update(scenario="provider-failure")), "file",
-     Refused(C, "/metadata/scenario")),
-    ("interactions-mapping", CASSETTE, _yaml_doc(lambda d: d.update(interactions={})), "file",
-     Refused(C, "/interactions")),
-    ("interaction-string", CASSETTE, _yaml_doc(lambda d: d.update(interactions=[CANARY])),
-     "file", Refused(C, "/interactions/0")),
-    ("request-body-plain", CASSETTE, _interaction(lambda i: i["request"].update(body=CANARY)),
-     "file", Refused(C, "/interactions/0/request/body")),
-    ("request-unscrubbed-header", CASSETTE,
-     _interaction(lambda i: i["request"]["headers"].update(authorization=[CANARY])), "file",
-     Refused(C, "scrubbed headers")),
-    ("request-extra-field", CASSETTE,
-     _interaction(lambda i: i["request"].update(secret=CANARY)), "file",
-     Refused(C, "/interactions/0/request")),
-    ("status-code-string", CASSETTE,
-     _interaction(lambda i: i["response"]["status"].update(code="200")), "file",
-     Refused(C, "/interactions/0/response/status/code")),
-    ("status-code-99", CASSETTE,
-     _interaction(lambda i: i["response"]["status"].update(code=99)), "file",
-     Refused(C, "HTTP status code")),
-    ("response-body-missing", CASSETTE, _interaction(lambda i: i["response"].pop("body")),
-     "file", Refused(C, "/interactions/0/response/body")),
-    ("unknown-fault", CASSETTE,
-     _interaction(lambda i: i["response"]["headers"].update(
-         {"x-shadow-replay-fault": ["teleport"]})), "file",
-     Refused(C, "x-shadow-replay-fault")),
-    ("yml-name", "short-session.yml", "version: 1\n", "file", Refused("short-session.yml",
-                                                                      ".yaml")),
-    ("directory-named-yaml", "short-session.yaml", None, "dir",
-     Refused("short-session.yaml", "a directory")),
-    ("dangling-symlink", "short-session.yaml", None, "dangling",
-     Refused("short-session.yaml", "dangling symlink")),
-]
-for _id, _name, _data, _kind, _expect in CASSETTE_CASES:
-    case(f"cassette-{_id}", _cassette(_name, _data, _kind), _expect)
-case("cassette-fifo", _cassette("short-session.yaml", None, "fifo"),
-     Refused("short-session.yaml", "a FIFO"), posix_only())
-
-
-def _recordings_arg(kind: str) -> Build:
-    def build(e: Env) -> list[str]:
-        p = e.tmp / "rec-arg"
-        if kind == "file":
-            p.write_text("x", encoding="utf-8")
-        return e.run("--recordings", str(p))
-    return build
-
-
-case("recordings-arg-missing", _recordings_arg("missing"), Refused("rec-arg", "folder"))
-case("recordings-arg-a-file", _recordings_arg("file"), Refused("rec-arg", "folder"))
-
-# =========================================================================== waivers
-
-WAIVER = {"id": "W-1", "reason_code": "digest.mismatch", "fixture": "*",
-          "surface": "desktop.context-engineering", "owner": "desktop-team",
-          "reason": "prompt cleaning", "expires": "2099-01-01"}
-
-
-def _waivers(data: Any, kind: str = "file") -> Build:
-    def build(e: Env) -> list[str]:
-        p = e.tmp / "waivers.json"
-        if kind == "dir":
-            p.mkdir()
-        elif kind == "fifo":
-            os.mkfifo(p)
-        elif kind == "file":
-            p.write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode())
-        return e.run("--waivers", str(p))
-    return build
-
-
-def _wdoc(*ws: dict[str, Any], schema: str = "shadow-waivers/v1") -> dict[str, Any]:
-    return {"schema": schema, "waivers": list(ws)}
-
-
-W = "waivers.json"
-WAIVER_CASES: list[tuple[str, Any, str, Expect]] = [
-    ("star", _wdoc({**WAIVER, "reason_code": "*"}), "file",
-     Refused(W, "/waivers/0/reason_code")),
-    ("star-dot-star", _wdoc({**WAIVER, "reason_code": "*.*"}), "file",
-     Refused(W, "never-waivable")),
-    ("char-class-every-code", _wdoc({**WAIVER, "reason_code": "[a-z]*"}), "file",
-     Refused(W, "every reason code")),
-    ("nogo-glob", _wdoc({**WAIVER, "reason_code": "tool_pair.*"}), "file",
-     Refused(W, "never-waivable")),
-    ("nogo-exact", _wdoc({**WAIVER, "reason_code": "writer.dual"}), "file",
-     Refused(W, "never-waivable")),
-    ("fixture-invalid", _wdoc({**WAIVER, "reason_code": "fixture.invalid"}), "file",
-     Refused(W, "never-waivable")),
-    ("fixture-glob", _wdoc({**WAIVER, "reason_code": "fixture.*"}), "file",
-     Refused(W, "never-waivable")),
-    ("suffix-glob-nogo", _wdoc({**WAIVER, "reason_code": "*.lost"}), "file",
-     Refused(W, "never-waivable")),
-    ("second-waiver-star", _wdoc(WAIVER, {**WAIVER, "id": "W-2", "reason_code": "*"}), "file",
-     Refused(W, "/waivers/1/reason_code")),
-    ("unregistered-code", _wdoc({**WAIVER, "reason_code": "no.such.code"}), "file",
-     Refused(W, "/waivers/0/reason_code")),
-    ("schema-wrong", _wdoc(WAIVER, schema="shadow-waivers/v2"), "file", Refused(W, "/schema")),
-    ("not-an-object", [WAIVER], "file", Refused(W, "/schema")),
-    ("waivers-object", {"schema": "shadow-waivers/v1", "waivers": {}}, "file",
-     Refused(W, "/waivers")),
-    ("waiver-string", _wdoc(CANARY), "file", Refused(W, "/waivers/0")),  # type: ignore[arg-type]
-    ("unknown-field", _wdoc({**WAIVER, "note": CANARY}), "file", Refused(W, "/waivers/0/note")),
-    ("owner-missing", _wdoc({k: v for k, v in WAIVER.items() if k != "owner"}), "file",
-     Refused(W, "/waivers/0/owner")),
-    ("reason-empty", _wdoc({**WAIVER, "reason": "  "}), "file", Refused(W, "/waivers/0/reason")),
-    ("expires-not-a-date", _wdoc({**WAIVER, "expires": "soon"}), "file",
-     Refused(W, "/waivers/0/expires")),
-    ("expires-number", _wdoc({**WAIVER, "expires": 20990101}), "file",
-     Refused(W, "/waivers/0/expires")),
-    ("duplicate-id", _wdoc(WAIVER, WAIVER), "file", Refused(W, "/waivers/1/id")),
-    ("empty-file", b"", "file", Refused(W, "well-formed JSON")),
-    ("bom", b"\xef\xbb\xbf{}", "file", Refused(W, "byte-order mark")),
-    ("nan", b'{"schema": NaN}', "file", Refused(W, "finite")),
-    ("duplicate-keys", b'{"schema": "a", "schema": "b"}', "file", Refused(W, "unique")),
-    ("missing-file", None, "missing", Refused(W, "no such file")),
-    ("directory", None, "dir", Refused(W, "a directory")),
-]
-for _id, _data, _kind, _expect in WAIVER_CASES:
-    case(f"waivers-{_id}", _waivers(_data, _kind), _expect)
-case("waivers-fifo", _waivers(None, "fifo"), Refused(W, "a FIFO"), posix_only())
-
-# =========================================================================== arguments
-
-ARG_CASES: list[tuple[str, Callable[[Env], list[str]], Expect]] = [
-    ("phase-9", lambda e: e.run("--phase", "9"), Refused("--phase", "invalid choice")),
-    ("jobs-not-a-number", lambda e: e.run("--jobs", "many"), Refused("--jobs", "invalid")),
-    ("candidate-missing-folder", lambda e: e.run("--candidate", str(e.tmp / "no-cand")),
-     Refused("no-cand", "candidate")),
-    ("attach-missing", lambda e: e.run("--attach", str(e.tmp / "none.xml")),
-     Refused("none.xml", "no such file")),
-    ("inventory-missing", lambda e: e.run("--inventory", str(e.tmp / "inv.json")),
-     Refused("inv.json", "no such file")),
-    ("policy-not-json", lambda e: (e.tmp.joinpath("p.json").write_text("{", "utf-8"),
-                                   e.run("--policy", str(e.tmp / "p.json")))[1],
-     Refused("p.json", "well-formed JSON")),
-    ("intended-not-json", lambda e: (e.tmp.joinpath("i.json").write_bytes(b"\xef\xbb\xbf{}"),
-                                     e.run("--intended", str(e.tmp / "i.json")))[1],
-     Refused("i.json", "byte-order mark")),
-    ("previous-missing", lambda e: e.run("--previous", str(e.tmp / "old.json")),
-     Refused("old.json", "no such file")),
-]
-for _id, _build, _expect in ARG_CASES:
-    case(f"arg-{_id}", _build, _expect)
-
-
 # =========================================================================== the run
 
 
-@pytest.mark.parametrize(("build", "expect"), CASES)
+@pytest.mark.parametrize(("build", "expect"), case.cases)
 def test_bad_input(build: Build, expect: Expect, env: Env,
                    capsys: pytest.CaptureFixture[str]) -> None:
     check(env, build(env), expect, capsys)
 
 
 def test_the_corpus_is_large_enough() -> None:
-    assert len(CASES) >= 120  # reports read back: tests/shadow/test_bad_report_inputs.py
+    """Fixture files here, cassettes, waivers and arguments in test_bad_run_inputs.py
+    (reports read back: tests/shadow/test_bad_report_inputs.py)."""
+    assert len(case.cases) + len(run_inputs.case.cases) >= 120

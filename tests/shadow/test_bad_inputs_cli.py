@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from shadow.cli import main
-from tests.shadow.test_bad_inputs import (  # noqa: F401  (_no_hang: the autouse fixture)
+from tests.shadow.bad_inputs import (  # noqa: F401  (_no_hang: the autouse fixture)
     CANARY,
     FIXTURES,
     Env,
