@@ -24,7 +24,11 @@ from typing import get_args
 import pytest
 
 from kernel import vocabulary
+from kernel.canonical.items import CONTEXT_KINDS
 from kernel.contracts import _base
+from kernel.contracts import items as contract_items
+from kernel.contracts import planning as contract_planning
+from kernel.planning.partitions import SELECTABLE_PARTITIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "kernel"
@@ -241,6 +245,13 @@ def test_the_contract_literals_are_the_vocabulary() -> None:
     assert get_args(_base.Scope) == vocabulary.SCOPE_ORDER
     assert get_args(_base.Trust) == vocabulary.TRUST_ORDER
     assert get_args(_base.Sensitivity) == vocabulary.SENSITIVITY_ORDER
+
+
+def test_the_contract_literals_equal_the_normalisers_sets() -> None:
+    """A typing ``Literal`` cannot be built from a tuple: where the contracts repeat a
+    normaliser's list, the two are held equal here."""
+    assert get_args(contract_items.ItemKind) == CONTEXT_KINDS
+    assert get_args(contract_planning.Partition) == SELECTABLE_PARTITIONS
 
 
 def test_the_orders_are_plain_strings() -> None:

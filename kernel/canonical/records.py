@@ -69,6 +69,8 @@ from kernel.vocabulary import (
 )
 
 __all__ = (
+    "LIFECYCLE_FIELDS",
+    "MEMORY_FIELDS",
     "VerifiedRecord",
     "contains_secret_material",
     "fast_identifier",
@@ -116,6 +118,13 @@ _MEMORY_FIELDS: Final = frozenset(
         "deletionFence",
     }
 )
+#: The fields a MemoryRecord holds (public: what a proposal may set is derived from it).
+MEMORY_FIELDS: Final = _MEMORY_FIELDS
+#: The fields the store and the lifecycle own: never set by a proposal.
+LIFECYCLE_FIELDS: Final = frozenset({
+    "schemaVersion", "state", "updatedAt", "lastAccessedAt", "accessCount", "revision",
+    "digest", "deletionFence",
+})
 #: Every dict a normalized MemoryRecord holds draws its keys from these names (all ASCII,
 #: byte order = peer order), so its canonical JSON is the encoder's sorted-keys output
 #: whenever its two floats are in the band both encoders print alike (:func:`_record_digest`).

@@ -44,7 +44,7 @@ from kernel.compaction.summary import (
     normalize_summary_output,
 )
 from kernel.errors import IllegalTransition, InvalidArgument, LegacyWriterFenced, NonPortableValue
-from kernel.planning.planner import item_order_key, plan_context
+from kernel.planning.planner import PLAN_POLICY_FIELDS, item_order_key, plan_context
 from kernel.ports import (
     CasResult,
     Clock,
@@ -60,39 +60,12 @@ RECEIPT_DOMAIN: Final = "chainlesschain.compaction-receipt/v1"
 EVENT_DOMAIN: Final = "chainlesschain.compaction-event/v1"
 INPUT_DOMAIN: Final = "chainlesschain.compaction-input/v1"
 OUTPUT_DOMAIN: Final = "chainlesschain.compaction-output/v1"
-REQUEST_FIELDS: Final = frozenset(
-    {
-        "operationId",
-        "sessionId",
-        "modelWindowTokens",
-        "reservedOutputTokens",
-        "safetyMarginTokens",
-        "recoveryReserveTokens",
-        "sink",
-        "scopeAdmissions",
-        "partitionCeilings",
-        "partitionMinimums",
-        "policyVersion",
-        "modelProfile",
-        "memoryRevision",
-        "summarizer",
-        "allowFallback",
-        "now",
-        "metadata",
-    }
-)
-_PLAN_FIELDS: Final = (
-    "modelWindowTokens",
-    "reservedOutputTokens",
-    "safetyMarginTokens",
-    "recoveryReserveTokens",
-    "sink",
-    "scopeAdmissions",
-    "partitionCeilings",
-    "partitionMinimums",
-    "policyVersion",
-    "modelProfile",
-)
+REQUEST_FIELDS: Final = frozenset(PLAN_POLICY_FIELDS) | {
+    "operationId", "sessionId", "memoryRevision", "summarizer", "allowFallback", "now",
+    "metadata",
+}
+#: Passed through to the plan compaction asks for.
+_PLAN_FIELDS: Final = PLAN_POLICY_FIELDS
 _RECONCILE_CODES: Final = frozenset({"reconciliation_required", PROVIDER_USAGE_UNSETTLED})
 MAX_METADATA_BYTES: Final = 64 * 1024
 

@@ -62,6 +62,8 @@ from kernel.canonical.checks import (
 from kernel.canonical.digest import digest
 from kernel.canonical.items import canonical_keys, kernel_digest
 from kernel.canonical.records import (
+    LIFECYCLE_FIELDS,
+    MEMORY_FIELDS,
     TOMBSTONE_SINK,
     TOMBSTONE_SOURCE,
     VerifiedRecord,
@@ -155,28 +157,9 @@ EVENT_DOMAIN: Final = "chainlesschain.memory-event/v1"
 RECEIPT_SCHEMA: Final = "chainlesschain.memory-receipt/v1"
 RECEIPT_DOMAIN: Final = "chainlesschain.memory-receipt/v1"
 
-_PROPOSAL_FIELDS: Final = frozenset(
-    {
-        "memoryId",
-        "scope",
-        "scopeId",
-        "category",
-        "content",
-        "contentRef",
-        "summary",
-        "provenance",
-        "evidenceRefs",
-        "confidence",
-        "importance",
-        "tags",
-        "sensitivity",
-        "allowedSinks",
-        "retentionPolicy",
-        "activate",
-        "createdAt",
-        "supersedes",
-    }
-)
+#: A proposal sets a record's own fields (not those the lifecycle owns) and may ask to
+#: activate it at once.
+_PROPOSAL_FIELDS: Final = (MEMORY_FIELDS - LIFECYCLE_FIELDS) | {"activate"}
 _COMMAND_FIELDS: Final = frozenset(
     {
         "type",

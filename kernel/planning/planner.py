@@ -73,6 +73,7 @@ from kernel.vocabulary import MAX_ITEMS, MAX_PRIORITY, MAX_SAFE_INTEGER, MAX_TOK
 __all__ = (
     "CONTEXT_PLAN_DOMAIN",
     "CONTEXT_PLAN_SCHEMA",
+    "PLAN_POLICY_FIELDS",
     "is_protected",
     "item_order_key",
     "plan_context",
@@ -82,24 +83,23 @@ CONTEXT_PLAN_SCHEMA: Final = "chainlesschain.context-plan/v1"
 CONTEXT_PLAN_DOMAIN: Final = "chainlesschain.context-plan/v1"
 MAX_WINDOW_TOKENS: Final = MAX_TOKENS
 
-_REQUEST_FIELDS: Final = frozenset(
-    {
-        "modelWindowTokens",
-        "reservedOutputTokens",
-        "safetyMarginTokens",
-        "recoveryReserveTokens",
-        "items",
-        "sink",
-        "scopeAdmissions",
-        "partitionCeilings",
-        "partitionMinimums",
-        "policyVersion",
-        "modelProfile",
-        "sessionHead",
-        "memoryRevision",
-        "now",
-    }
+#: The request's budget and policy fields, in the request's order (compaction passes these
+#: through to the plan it asks for).
+PLAN_POLICY_FIELDS: Final = (
+    "modelWindowTokens",
+    "reservedOutputTokens",
+    "safetyMarginTokens",
+    "recoveryReserveTokens",
+    "sink",
+    "scopeAdmissions",
+    "partitionCeilings",
+    "partitionMinimums",
+    "policyVersion",
+    "modelProfile",
 )
+_REQUEST_FIELDS: Final = frozenset(PLAN_POLICY_FIELDS) | {
+    "items", "sessionHead", "memoryRevision", "now"
+}
 _ADMISSION_FIELDS: Final = frozenset({"scope", "scopeId"})
 _KIND_ORDER: Final = MappingProxyType({kind: i for i, kind in enumerate(CONTEXT_KINDS)})
 _LIVE_TASK: Final = ("pending", "running", "waiting")
