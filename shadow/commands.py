@@ -152,6 +152,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     c = sub.add_parser("codes", help="print the reason-code registry")
     c.add_argument("--json", action="store_true", help="the registry as JSON")
     c.set_defaults(func=cmd_codes)
+    from shadow.capture import command as capture_command  # capture (issue 15)
+
+    capture_command.add_parser(sub)
     from shadow import triage_cli  # explain / waive / intend (triage, issue 13)
 
     triage_cli.add_commands(sub)

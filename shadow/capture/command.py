@@ -1,0 +1,52 @@
+"""``shadow capture`` argument wiring (exit 0 all captured, 1 a capture failed, 2 usage)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from shadow.capture.runner import CaptureError, CaptureOptions, capture, main_progress
+
+__all__ = ["add_parser", "cmd_capture"]
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    opts = CaptureOptions(
+        legacy_root=Path(args.legacy_root), inputs=Path(args.inputs), out=Path(args.out),
+        only=tuple(args.only or ()), jetbrains_classpath=args.jetbrains_classpath,
+        repeat=args.repeat, timeout_s=args.timeout, node=args.node, java=args.java,
+        javac=args.javac, legacy_commit=args.legacy_commit)
+    try:
+        result = capture(opts, progress=main_progress)
+    except CaptureError as exc:
+        print(f"shadow capture: error: {exc}")
+        return 2
+    written = sum(1 for o in result.outcomes if o.status != "capture-error")
+    print(f"captured: {written} files for {len(result.manifest['scenarios'])} scenarios "
+          f"under {opts.out}")
+    for o in result.capture_errors:
+        print(f"capture failed: {o.scenario}/{o.file}: {o.error.get('reason')}")
+    return 1 if result.capture_errors else 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    c = sub.add_parser("capture", help="run the legacy entry points of a checkout on inputs")
+    c.add_argument("--legacy-root", required=True, metavar="DIR",
+                   help="a checkout of the legacy monorepo (its JavaScript runs as it is)")
+    c.add_argument("--inputs", required=True, metavar="DIR",
+                   help="scenario folders holding input.json (e.g. fixtures)")
+    c.add_argument("--out", required=True, metavar="DIR", help="where the captures go")
+    c.add_argument("--only", nargs="+", metavar="SCENARIO", help="only these scenarios")
+    c.add_argument("--jetbrains-classpath", default=None, metavar="CP",
+                   help="the JetBrains plugin's classes (built by you), for ContextCenter")
+    c.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="capture N times with other clocks and seeds and learn the noise "
+                        "(default: 1)")
+    c.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                   help="seconds per capture before it is killed (default: 120)")
+    c.add_argument("--legacy-commit", default=None, metavar="SHA",
+                   help="the checkout's commit when it is not a git checkout")
+    c.add_argument("--node", default="node", help="the Node.js 20 executable")
+    c.add_argument("--java", default="java", help="the Java 17 executable")
+    c.add_argument("--javac", default="javac", help="the Java 17 compiler (for our harness)")
+    c.set_defaults(func=cmd_capture)
