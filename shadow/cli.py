@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     from shadow import commands  # registers run / codes / gate / report / diff when present
 
     commands.add_commands(sub)
+    from shadow.import_ import command as import_command  # import-sessions (issue 15)
+
+    import_command.add_commands(sub)
     return parser
 
 
