@@ -365,6 +365,10 @@ def _capture_run(session: _Session, scenarios: Sequence[tuple[str, Path]],
     ide = ide_fixture(session, out) if any(
         TARGETS[o.file].surface in IDE_SURFACES for o in outcomes) else None
     manifest = manifest_document(session.commit, node, entries, _errored(outcomes), ide)
+    failed = [{"scenario": o.scenario, "file": o.file, "problem": o.error}
+              for o in outcomes if o.status == "capture-error"]
+    if failed:  # only a failed capture has this key; a clean one is fixtures/' format
+        manifest["capture_errors"] = failed
     write_text(out / "MANIFEST.json", jsjson.dumps(manifest))
     return CaptureResult(outcomes, manifest)
 

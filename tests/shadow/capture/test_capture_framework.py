@@ -1,0 +1,154 @@
+"""``shadow capture`` itself, over a stand-in CLI compressor: determinism, ``--only``, a
+missing entry point, a timeout, a throwing entry point, a network attempt, the manifest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.shadow.capture.standin import (
+    COMMIT,
+    needs_node,
+    read_capture,
+    run_capture,
+    tree_bytes,
+    write_input,
+    write_tree,
+)
+
+pytestmark = needs_node
+
+# A stand-in PromptCompressor with the legacy shape: keeps the last 2 messages; what the
+# last message says steers it (throw, hang, reach for the network, draw a random id).
+COMPRESSOR = """
+import { randomUUID } from "node:crypto";
+export class PromptCompressor {
+  constructor(o = {}) {
+    this.maxMessages = o.maxMessages || 20; this.maxTokens = o.maxTokens || 8000;
+    this._adaptive = !o.maxMessages; this._contextWindow = this._adaptive ? 1000 : null;
+  }
+  shouldAutoCompact(ms) { return ms.length > this.maxMessages; }
+  async compress(ms) {
+    const last = ms.length ? String(ms[ms.length - 1].content) : "";
+    if (last === "THROW") {
+      const e = new RangeError("stand-in refused"); e.code = "E_STANDIN"; throw e;
+    }
+    if (last === "HANG") { for (;;) {} }
+    if (last === "NET") { try { await fetch("https://example.invalid/"); } catch (_e) {} }
+    const kept = ms.slice(-2);
+    return { messages: kept, stats: { strategy: "standin", at: Date.now(), id: randomUUID(),
+      originalMessages: ms.length, compressedMessages: kept.length } };
+  }
+}
+"""
+PROVENANCE = """
+export function decodeVerifiedPersistedMessage(m) { return m; }
+export function getDurableSystemMessageProvenance(_m) { return null; }
+"""
+TREE = {"packages/cli/src/harness/prompt-compressor.js": COMPRESSOR,
+        "packages/cli/src/lib/session-message-provenance.js": PROVENANCE,
+        "packages/cli/package.json": '{"type": "module"}\n'}
+
+
+def _messages(*contents: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": c} for c in contents]
+
+
+def _inputs(tmp: Path, **scenarios: list[str]) -> Path:
+    inputs = tmp / "inputs"
+    for name, contents in scenarios.items():
+        write_input(inputs, name, {"model": {"provider": "openai", "model": "gpt-4o"},
+                                   "messages": _messages(*contents)})
+    # a manifest listing only the CLI compressor, so the stand-in tree needs nothing else
+    entries = [{"id": n, "surfaces": [{"file": "cli.compress.json"}]} for n in scenarios]
+    (inputs / "MANIFEST.json").write_text(json.dumps({"scenarios": entries}), encoding="utf-8")
+    return inputs
+
+
+@pytest.fixture()
+def root(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "legacy", TREE)
+
+
+def test_capture_writes_files_and_manifest(root: Path, tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, alpha=["a", "b", "c"], beta=["x"])
+    code, out, _err = run_capture(root, inputs, tmp_path / "out")
+    assert code == 0, out
+    doc = read_capture(tmp_path / "out", "alpha", "cli.compress.json")
+    assert doc["format"] == "legacy-capture/v1" and doc["legacy_commit"] == COMMIT
+    assert [m["content"] for m in doc["output"]["messages"]] == ["b", "c"]
+    assert doc["output"]["stats"]["at"] == 1787227200000  # the frozen fake clock
+    assert doc["determinism"]["random"]["seed_label"] == "cli.compress:alpha"
+    assert doc["diagnostics"]["input_message_count"] == 3
+    manifest = json.loads((tmp_path / "out" / "MANIFEST.json").read_text(encoding="utf-8"))
+    assert [s["id"] for s in manifest["scenarios"]] == ["alpha", "beta"]
+    assert manifest["legacy_commit"] == COMMIT and manifest["errored"] == []
+    inp = json.loads((tmp_path / "out" / "alpha" / "input.json").read_text(encoding="utf-8"))
+    assert inp["provider_responses"] == []
+
+
+def test_two_runs_are_byte_identical_and_seeded_per_scenario(root: Path, tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, alpha=["a", "b", "c"], beta=["x", "y", "z"])
+    assert run_capture(root, inputs, tmp_path / "one")[0] == 0
+    assert run_capture(root, inputs, tmp_path / "two")[0] == 0
+    assert tree_bytes(tmp_path / "one") == tree_bytes(tmp_path / "two")
+    ids = {s: read_capture(tmp_path / "one", s, "cli.compress.json")["output"]["stats"]["id"]
+           for s in ("alpha", "beta")}
+    assert ids["alpha"] != ids["beta"]  # one stream per (scenario, surface)
+
+
+def test_only_captures_the_named_scenarios(root: Path, tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, alpha=["a", "b", "c"], beta=["x"])
+    code, _out, _err = run_capture(root, inputs, tmp_path / "out", "--only", "beta")
+    assert code == 0
+    assert not (tmp_path / "out" / "alpha").exists()
+    full = tmp_path / "full"
+    run_capture(root, inputs, full)
+    assert (tmp_path / "out" / "beta" / "cli.compress.json").read_bytes() == (
+        full / "beta" / "cli.compress.json").read_bytes()
+    code, out, _err = run_capture(root, inputs, tmp_path / "x", "--only", "gamma")
+    assert code == 2 and "gamma" in out
+
+
+def test_missing_entry_point_exits_2_naming_it(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "legacy", {"packages/cli/package.json": "{}\n"})
+    inputs = _inputs(tmp_path, alpha=["a"])
+    code, out, _err = run_capture(root, inputs, tmp_path / "out")
+    assert code == 2
+    assert "packages/cli/src/harness/prompt-compressor.js" in out
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_throw_is_recorded_behaviour(root: Path, tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, alpha=["a", "THROW"])
+    code, _out, _err = run_capture(root, inputs, tmp_path / "out")
+    assert code == 0
+    doc = read_capture(tmp_path / "out", "alpha", "cli.compress.json")
+    assert doc["output"] is None
+    assert doc["error"] == {"name": "RangeError", "message": "stand-in refused",
+                            "code": "E_STANDIN"}
+    manifest = json.loads((tmp_path / "out" / "MANIFEST.json").read_text(encoding="utf-8"))
+    assert manifest["errored"][0]["scenario"] == "alpha"
+    assert manifest["scenarios"][0]["surfaces"][0]["status"] == "error"
+
+
+def test_a_timeout_is_a_capture_error_and_the_run_goes_on(root: Path, tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, alpha=["HANG"], beta=["a", "b"])
+    code, out, _err = run_capture(root, inputs, tmp_path / "out", "--timeout", "3")
+    assert code == 1
+    assert "alpha/cli.compress.json: timeout" in out
+    assert not (tmp_path / "out" / "alpha" / "cli.compress.json").exists()
+    assert (tmp_path / "out" / "beta" / "cli.compress.json").is_file()
+    manifest = json.loads((tmp_path / "out" / "MANIFEST.json").read_text(encoding="utf-8"))
+    assert manifest["capture_errors"] == [{"scenario": "alpha", "file": "cli.compress.json",
+                                           "problem": {"reason": "timeout", "seconds": 3.0}}]
+
+
+def test_a_network_attempt_is_a_capture_error(root: Path, tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, alpha=["a", "NET"])
+    code, out, _err = run_capture(root, inputs, tmp_path / "out")
+    assert code == 1
+    assert "alpha/cli.compress.json: network-attempt" in out
+    assert not (tmp_path / "out" / "alpha" / "cli.compress.json").exists()
