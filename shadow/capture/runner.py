@@ -168,16 +168,17 @@ Runner = Callable[[Job, dict[str, Any], Path], Outcome]
 
 
 class _Session:
-    def __init__(self, opts: CaptureOptions, commit: str, repeat: int) -> None:
+    def __init__(self, opts: CaptureOptions, commit: str, repeat: int, node: str = "") -> None:
         self.opts, self.commit, self.repeat = opts, commit, repeat
+        self.node = node  # ``node --version``, recorded by the captures (Java cannot ask)
         self.java_build: Path | None = None
 
     def request(self, job: Job, input_text: str, sources: Mapping[str, Any]) -> dict[str, Any]:
         base = BASE_MS + (self.repeat - 1) * REPEAT_SHIFT_MS
         return {"legacy_root": str(self.opts.legacy_root), "scenario": job.scenario,
                 "file": job.file, "variant": job.target.variant,
-                "legacy_commit": self.commit, "label": seed_label(job.target, job.scenario,
-                                                                  self.repeat),
+                "legacy_commit": self.commit, "node": self.node,
+                "label": seed_label(job.target, job.scenario, self.repeat),
                 "base_ms": base, "step_ms": job.target.step_ms, "input_text": input_text,
                 "sources": dict(sources)}
 
@@ -342,8 +343,8 @@ def capture(opts: CaptureOptions, progress: Callable[[str], None] | None = None
     results: list[CaptureResult] = []
     for k in range(1, max(1, opts.repeat) + 1):
         out = opts.out if k == 1 else opts.out / f".repeat-{k}"
-        results.append(_capture_run(_Session(opts, commit, k), scenarios, listed, out, node,
-                                    say, opts.inputs))
+        results.append(_capture_run(_Session(opts, commit, k, node), scenarios, listed, out,
+                                    node, say, opts.inputs))
     return results[0]
 
 
