@@ -26,7 +26,7 @@ from typing import Any
 
 from shadow.capture import jsjson
 from shadow.capture.manifest import manifest_document
-from shadow.capture.plan import TARGETS, Job, plan, seed_label
+from shadow.capture.plan import TARGETS, Job, Target, plan, seed_label
 
 __all__ = [
     "BASE_MS",
@@ -158,7 +158,8 @@ def _sandbox_env(home: Path, inp: Mapping[str, Any]) -> dict[str, str]:
     env.update({"HOME": str(home), "USERPROFILE": str(home),
                 "CHAINLESSCHAIN_HOME": str(home / ".chainlesschain"),
                 "NODE_OPTIONS": "", "NO_PROXY": "*", "TZ": "UTC"})
-    flags = inp.get("flags") if isinstance(inp.get("flags"), dict) else {}
+    raw = inp.get("flags")
+    flags: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
     for name in ("CONTEXT_SNIP", "CONTEXT_COLLAPSE", "COMPRESSION_AB"):
         env[f"CC_FLAG_{name}"] = "true" if flags.get(name) is True else "false"
     return env
@@ -183,8 +184,49 @@ class _Session:
                 "sources": dict(sources)}
 
     def selfcheck(self, cases: Path) -> list[dict[str, Any]]:
-        """Each shared case: does each twin's output match the case's expectation?"""
-        return []
+        """Each shared case: does each twin's output match the case's expectation?
+
+        Both IDE drivers run once in ``selfcheck`` mode over the cases file (each checks as
+        its plugin's own test does); a twin that could not run (no JetBrains classpath, a
+        harness failure) answers ``None`` for every case.
+        """
+        try:
+            doc = json.loads(cases.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        items = doc if isinstance(doc, list) else []
+        vscode = self._selfcheck_one(TARGETS[IDE_TWINS[0]], cases)
+        jetbrains = (self._selfcheck_one(TARGETS[IDE_TWINS[1]], cases)
+                     if self.opts.jetbrains_classpath is not None else [])
+        return [{"name": item.get("name") if isinstance(item, dict) else None,
+                 "vscode_matches_expected": _nth(vscode, i),
+                 "jetbrains_matches_expected": _nth(jetbrains, i)}
+                for i, item in enumerate(items)]
+
+    def _selfcheck_one(self, target: Target, cases: Path) -> list[Any]:
+        """One twin's ``matches`` per case, in the cases' order ([] when it could not run)."""
+        job = Job("_selfcheck", target)
+        with tempfile.TemporaryDirectory(prefix="shadow-capture-") as tmp:
+            home = Path(tmp) / "home"
+            home.mkdir()
+            req = self.request(job, "{}", {})
+            req.update({"mode": "selfcheck", "cases": str(cases), "sandbox": str(home)})
+            try:
+                done = subprocess.run(self.command(job, Path(tmp)),
+                                      input=json.dumps(req).encode("utf-8"),
+                                      capture_output=True, timeout=self.opts.timeout_s,
+                                      env=_sandbox_env(home, {}), cwd=str(home), check=False)
+            except subprocess.TimeoutExpired:
+                return []
+            except OSError as exc:
+                raise CaptureError(f"cannot start the IDE self-check ({target.driver}): "
+                                   f"{exc}") from exc
+        o = _outcome(job, done)
+        try:
+            rows = json.loads(o.text or "null")["selfcheck"]
+        except (ValueError, TypeError, KeyError):
+            return []
+        return [r.get("matches") if isinstance(r, dict) else None for r in rows]
 
     def command(self, job: Job, tmp: Path) -> list[str]:
         driver = HARNESS / job.target.driver
@@ -224,6 +266,10 @@ class _Session:
             except OSError as exc:
                 raise CaptureError(f"cannot start the capture of {job.file}: {exc}") from exc
         return _outcome(job, done)
+
+
+def _nth(values: Sequence[Any], i: int) -> Any:
+    return values[i] if i < len(values) else None
 
 
 def _outcome(job: Job, done: subprocess.CompletedProcess[bytes]) -> Outcome:
@@ -381,6 +427,7 @@ def _errored(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
 
 
 IDE_SURFACES = ("vscode", "jetbrains")
+IDE_TWINS = ("vscode.context-center.json", "jetbrains.context-center.json")
 IDE_CASES = "packages/vscode-extension/src/__fixtures__/context-center/cases.json"
 IDE_CASES_FILE = "_ide-context-center-cases.json"
 
