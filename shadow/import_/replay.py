@@ -105,7 +105,7 @@ def strip_tags(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 class Window:
     """One compact event and what its compaction was handed."""
 
-    index: int  # 1-based among the session's compact events
+    index: int  # 1-based among the session's compact events (a malformed one counts)
     start: int  # position (in the event list) of the first event after the last checkpoint
     compact: int  # position of the compact event
     messages: tuple[dict[str, Any], ...]  # the verified replay just before the compact
@@ -115,12 +115,13 @@ class Window:
 def windows(events: Sequence[Event]) -> list[Window]:
     """Every ``compact`` event with a message array, in order, with its window."""
     out: list[Window] = []
-    start, state, ws_turn = 0, list[dict[str, Any]](), False
+    start, state, ws_turn, compacts = 0, list[dict[str, Any]](), False, 0
     for position, event in enumerate(events):
+        compacts += event.type == "compact"
         checkpoint = checkpoint_messages(event)
         if checkpoint is not None:
             if event.type == "compact":
-                out.append(Window(len(out) + 1, start, position, tuple(state), ws_turn))
+                out.append(Window(compacts, start, position, tuple(state), ws_turn))
             start, state, ws_turn = position + 1, _decoded(checkpoint, True), False
         elif event.type in MESSAGE_EVENTS:
             message = decode(event.data, verified=True)

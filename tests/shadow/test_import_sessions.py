@@ -382,3 +382,30 @@ def test_command_line_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
     (clean / "torn.jsonl").write_bytes(truncated_tail())
     assert main(["import-sessions", str(clean), "--out", str(tmp_path / "o1")]) == 1
     assert "torn.jsonl line 13: session.truncated_tail" in capsys.readouterr().out
+
+
+def test_compact_events_that_are_not_imported(tmp_path: Path) -> None:
+    """Each skipped compact event is listed with its line; the session's others import."""
+    kept = [{"role": "user", "content": "go on"}]
+    ws = ("ws_turn", {"schemaVersion": 1, "requestId": "r1", "outcome": "completed",
+                      "user": {"role": "user", "content": "q"},
+                      "assistant": {"role": "assistant", "content": "a"}})
+    events = [start(300), user("first"), ("compact", {"trigger": "auto", "messages": kept}),
+              user("second"), ("compact", {"strategy": "dedup", "messages": "not a list"}),
+              user("third"), ("compact", {**compact(kept)[1], "canonical": {"schema": "x"}}),
+              user("fourth"), ws, compact(kept), user("fifth"), compact(kept)]
+    store = tmp_path / "s"
+    store.mkdir()
+    (store / "mixed.jsonl").write_bytes(chain(events))
+    legacy = b'{"type":"user_message","data":{"role":"user","content":"old"}}\n'
+    (store / "legacy.jsonl").write_bytes(legacy + chain([start(301)]))
+    result = import_sessions([store], tmp_path / "out")
+    assert result.exit_code == 1
+    assert [(q["file"], q["line"], q["reason"]) for q in result.report["skipped"]] == [
+        ("legacy.jsonl", 1, "session.unchained"),
+        ("mixed.jsonl", 3, "compact.no_strategy"),
+        ("mixed.jsonl", 5, "compact.malformed"),
+        ("mixed.jsonl", 7, "compact.kernel_written"),
+        ("mixed.jsonl", 10, "compact.ws_turn"),
+    ]
+    assert [s["fixtures"] for s in result.report["sessions"]] == [[], ["mixed-c05"]]
