@@ -273,7 +273,9 @@ def _nth(values: Sequence[Any], i: int) -> Any:
 
 
 def _outcome(job: Job, done: subprocess.CompletedProcess[bytes]) -> Outcome:
-    lines = done.stdout.decode("utf-8", errors="replace").strip().splitlines()
+    # "\n" only: str.splitlines() would also cut at U+2028/U+2029 and other separators
+    # that JSON.stringify leaves unescaped inside the envelope's strings.
+    lines = done.stdout.decode("utf-8", errors="replace").strip().split("\n")
     try:
         env = json.loads(lines[-1]) if lines else None
     except ValueError:
