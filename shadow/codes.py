@@ -242,6 +242,11 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
     ReasonCode("noise.volatile_field", _I, False,
                "Only volatile fields differ: timings, timestamps, UI text, whitespace.",
                "`processingTime` 0 vs 3."),
+    ReasonCode("noise.learned_field", _I, False,
+               "A legacy capture's values on fields a reviewed noise rule names (learned by a "
+               "control-vs-control capture run: clock- or seed-derived) were neutralised "
+               "before judging; rule ids, paths and counts only (docs/noise.md).",
+               "`session-core.memory`: NR-014 `/output/ops/*/result/createdAt`, 22 values."),
     # -- input and catch-all ------------------------------------------------------------------
     ReasonCode("fixture.invalid", _B, False,
                "A fixture failed validation and was quarantined; its evidence is missing.",

@@ -26,12 +26,13 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
 from shadow.boundary import join_pointer, loads, read_regular, regular_file_problem
 from shadow.errors import FixtureError, InputError, describe
+from shadow.noise_rules import NO_RULES, NoiseRules, given_values, neutralise
 
 INPUT_FORMAT = "legacy-capture-input/v1"
 CAPTURE_FORMAT = "legacy-capture/v1"
@@ -55,6 +56,11 @@ class Capture:
     diagnostics: Mapping[str, Any]
     calls: tuple[Mapping[str, Any], ...] | None
     raw: Mapping[str, Any] = field(repr=False)
+    #: (rule id, path, values replaced) of each reviewed noise rule that neutralised
+    #: values of this capture (:func:`neutralised`); the fields above are then the
+    #: neutralised capture's, and ``original`` the capture as the file holds it
+    noise: tuple[tuple[str, str, int], ...] = ()
+    original: Capture | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,6 +385,27 @@ def validate_capture(doc: Any, src: str, scenario: str, name: str) -> Capture:
     )
 
 
+def neutralised(cap: Capture, rules: NoiseRules, given: frozenset[tuple[str, str]],
+                scenario: str) -> Capture:
+    """``cap`` with the values its reviewed noise rules name neutralised
+    (:func:`shadow.noise_rules.neutralise`) and validated again; ``cap`` itself when no
+    rule replaced anything."""
+    mine = rules.for_surface(cap.name)
+    if not mine:
+        return cap
+    raw, counts = neutralise(cap.raw, mine, given)
+    if not counts:
+        return cap
+    try:
+        out = validate_capture(raw, cap.file, scenario, cap.name)
+    except FixtureError as exc:
+        raise FixtureError(exc.source, exc.pointer, f"{exc.expected} (after the noise rules "
+                           f"{', '.join(sorted(counts))})", exc.got) from None
+    paths = {r.id: r.path for r in mine}
+    return replace(out, noise=tuple((rid, paths[rid], n) for rid, n in sorted(counts.items())),
+                   original=cap)
+
+
 def _same_call(c: Capture) -> str:
     """What identifies one legacy call: surface, entry, options, env flags, input binding."""
     return json.dumps([c.surface, c.entry, c.options, c.env_flags, c.raw.get("input_binding")],
@@ -448,7 +475,10 @@ def _parse(data: bytes, src: str) -> Any:
         raise FixtureError(src, exc.pointer, exc.expected, exc.got) from None
 
 
-def load_scenario(sdir: Path, root: Path) -> Scenario:
+def load_scenario(sdir: Path, root: Path, noise: NoiseRules = NO_RULES) -> Scenario:
+    """One scenario folder, validated; its captures neutralised by ``noise``'s reviewed
+    rules (before two captures of one call are compared: a difference on a learned
+    volatile field is not a different result)."""
     sname = _rel(sdir, root)
     listing = _listing(sdir, sname, "a readable scenario folder")
     for p in listing:  # a capture renamed or moved aside must not vanish unnoticed
@@ -478,6 +508,9 @@ def load_scenario(sdir: Path, root: Path) -> Scenario:
         csrc = f"{sname}/{fname}"
         captures.append(validate_capture(_parse(data[fname], csrc), csrc, sdir.name,
                                          fname[: -len(".json")]))
+    if noise.applied:
+        given = given_values(inp)
+        captures = [neutralised(c, noise, given, sdir.name) for c in captures]
     check_consistent(captures)
     return Scenario(name=sdir.name, input_file=input_src, input=inp, captures=tuple(captures),
                     digest="sha256:" + h.hexdigest())
@@ -503,8 +536,11 @@ def _top_level(root: Path) -> tuple[list[Path], list[FixtureError]]:
     return dirs, odd
 
 
-def load_corpus(root: Path | str, only: Iterable[str] | None = None) -> Corpus:
-    """Load every scenario under ``root``; bad ones are quarantined, never fatal.
+def load_corpus(root: Path | str, only: Iterable[str] | None = None,
+                noise: NoiseRules = NO_RULES) -> Corpus:
+    """Load every scenario under ``root``; bad ones are quarantined, never fatal.  The
+    reviewed rules of ``noise`` neutralise learned volatile fields of every capture
+    (docs/noise.md); the corpus digest is over the files' bytes, as they are.
 
     A folder with no scenario folder at all is an :class:`InputError` (nothing to judge is
     never a GO)."""
@@ -526,7 +562,7 @@ def load_corpus(root: Path | str, only: Iterable[str] | None = None) -> Corpus:
         if wanted is not None and sdir.name not in wanted:
             continue
         try:
-            scenarios.append(load_scenario(sdir, root))
+            scenarios.append(load_scenario(sdir, root, noise))
         except FixtureError as exc:
             quarantined.append(exc)
     scenarios, copies = _without_copies(scenarios)

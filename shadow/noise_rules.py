@@ -31,11 +31,12 @@ File format (JSON, strict parsing; the bundled file is ``shadow/policy/noise.v1.
   many of them differed (fewer than compared: the field is not always volatile, look
   twice); never a value.
 
-Applying a rule (:func:`neutralise`) replaces each value at its path by a placeholder —
-numbers by an ordinal, anything else by ``"~noise.<n>"`` — numbered by first occurrence
-over the document, one numbering for all the document's rules, so equal values stay equal
-(an id and the references to it keep matching) and two runs that differ only by a
-consistent renaming or a clock shift neutralise to the same document.  ``null`` and a
+Applying a rule (:func:`neutralise`) replaces each value at its path by a placeholder:
+a number by ``0`` (a clock value or a duration), anything else by ``"~noise.<n>"``,
+numbered by first occurrence over the document — one numbering for all the document's
+rules, so equal values stay equal (an id and the references to it keep matching).  Two
+runs that differ only by a consistent renaming or a clock shift neutralise to the same
+document.  ``null`` and a
 string the scenario's ``input.json`` itself holds (an id the input names, a timestamp the
 input gives) are never replaced: the run did not make them.  A rule never touches a
 field it does not name.  Every error names the file, the JSON pointer and what was
@@ -261,7 +262,7 @@ def render(doc: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- applying
 
 
-def _tag(value: Any) -> tuple[str, str]:
+def value_key(value: Any) -> tuple[str, str]:
     """A value's identity for the placeholder numbering (``True`` is not ``1``)."""
     kind = "n" if isinstance(value, int | float) and not isinstance(value, bool) else \
         "s" if isinstance(value, str) else "j"
@@ -297,24 +298,24 @@ def given_values(input_doc: Any) -> frozenset[tuple[str, str]]:
     """Every string ``input.json`` holds (also inside JSON text): identifiers and stamps
     the run was given, which :func:`neutralise` never replaces.  (Numbers are not: a
     small count or a zero coincides too easily; a clock value is never an input's.)"""
-    return frozenset(_tag(v) for v in _scalars(input_doc) if isinstance(v, str))
+    return frozenset(value_key(v) for v in _scalars(input_doc) if isinstance(v, str))
 
 
 class _Numbering:
     def __init__(self, given: frozenset[tuple[str, str]]) -> None:
         self.given = given
-        self.seen: dict[tuple[str, str], Any] = {}
-        self.counters: dict[str, int] = {}
+        self.seen: dict[tuple[str, str], str] = {}
 
     def replace(self, value: Any) -> tuple[Any, bool]:
         if value is None:
             return value, False
-        tag = _tag(value)
+        tag = value_key(value)
         if tag in self.given:
             return value, False
+        if tag[0] == "n":
+            return 0, True
         if tag not in self.seen:
-            n = self.counters[tag[0]] = self.counters.get(tag[0], 0) + 1
-            self.seen[tag] = n if tag[0] == "n" else f"{PLACEHOLDER}{n}"
+            self.seen[tag] = f"{PLACEHOLDER}{len(self.seen) + 1}"
         return self.seen[tag], True
 
 
@@ -380,7 +381,6 @@ def usage_report(rules: NoiseRules, applied: Mapping[str, tuple[int, int]]
             for r in rules.applied if r.id in applied]
     return {"file": Path(rules.source).name,
             "applied": sorted(used, key=lambda x: x["id"]),
-            "unused": sorted((short(r) for r in rules.applied if r.id not in applied),
-                             key=lambda x: x["id"]),
+            "unused": sorted(r.id for r in rules.applied if r.id not in applied),
             "unreviewed": sorted((short(r) for r in rules.unreviewed),
                                  key=lambda x: x["id"])}

@@ -14,21 +14,21 @@ output.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from shadow.anchor import anchor
 from shadow.candidate import Candidate
-from shadow.canonical import canonicalize
+from shadow.canonical import Canon, canonicalize
 from shadow.divergence import Divergence, Violation, consistency, make
 from shadow.divergence.claims import canon_items
 from shadow.divergence.compare import compare
 from shadow.divergence.invariants import Assessment, assess, source_index
 from shadow.errors import InputError
-from shadow.fixtures import Scenario
-from shadow.projection import Projection
-from shadow.surfaces import TWINS, adapter_for
+from shadow.fixtures import Capture, Scenario
+from shadow.projection import Projection, to_wire
+from shadow.surfaces import TWINS, Adapter, adapter_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,30 @@ def selected(capture_name: str, surface: str, patterns: Sequence[str]) -> bool:
 
 def _as_divs(fx: str, sf: str, vs: Iterable[Violation], who: str) -> list[Divergence]:
     return [make(fx, sf, v.code, who, v.item_ids, v.detail) for v in vs]
+
+
+def learned_noise(cap: Capture, judged: Projection, adapter: Adapter, canon: Canon,
+                  siblings: Mapping[str, Capture]) -> list[Divergence]:
+    """``noise.learned_field`` (info) when the values the reviewed noise rules neutralised
+    in ``cap`` would have changed its projection ``judged`` (the capture as its file holds
+    it, adapted again): a difference that lies only on learned volatile fields.  The
+    detail names the rules, their paths, the values replaced and the projection fields
+    that would have differed — never a value.  Nothing when they change nothing."""
+    if cap.original is None:
+        return []
+    mine = to_wire(judged)
+    try:
+        raw = adapter(canon, cap.original, siblings)
+        changed = sorted(k for k, v in to_wire(raw).items() if mine.get(k) != v)
+    except Exception as exc:  # the raw values break the adapter: the rules made it judgeable
+        changed = [f"adapter ({type(exc).__name__})"]
+    if not changed:
+        return []
+    return [make(judged.fixture, cap.name, "noise.learned_field", "none", (),
+                 {"rules": {rid: n for rid, _path, n in cap.noise},
+                  "fields": sorted({path for _rid, path, _n in cap.noise}),
+                  "values": sum(n for _rid, _path, n in cap.noise), "changed": changed,
+                  "attribution_reason": "noise"})]
 
 
 def replay_fixture(scenario: Scenario, candidate: Candidate,
@@ -87,6 +111,8 @@ def replay_fixture(scenario: Scenario, candidate: Candidate,
                              {"problem": "surface adapter failed", "error": type(exc).__name__,
                               "attribution_reason": "the capture's shape is unexplained"}))
             continue
+        if cap.noise:
+            divs += learned_noise(cap, b, adapter, canon, siblings)
         sb = assess(b, canon, index)
         baselines[cap.name] = (b, sb)
         defects += _as_divs(fx, cap.name, sb.violations, "baseline")

@@ -38,14 +38,14 @@ from shadow import candidate as cand_mod
 from shadow import codes as codes_mod
 from shadow import evidence as evidence_mod
 from shadow import intended as intended_mod
-from shadow import outdir, reports
+from shadow import noise_rules, outdir, reports
 from shadow import waivers as waiver_mod
 from shadow.divergence import Divergence, make, with_ids
 from shadow.errors import InputError, UsageError
 from shadow.fixtures import load_corpus
 from shadow.gates import policy as policy_mod
 from shadow.gates import rule
-from shadow.replay import reduce_results, replay_all
+from shadow.replay import reduce_results, replay_all, selected
 
 REPORT_SCHEMA: Final = "shadow-report/v1"
 PHASES: Final = range(0, 6)
@@ -62,6 +62,7 @@ class RunOptions:
     record_candidate: str | None = None
     waivers: str | None = None
     intended: str | None = None  # intended-difference rules (default: the bundled file)
+    noise: str | None = None  # noise rules (default: the bundled shadow/policy/noise.v1.json)
     jobs: int = 1
     now: dt.datetime | None = None  # injectable clock (tests)
     policy: str | None = None  # gate policy file (default: the bundled one)
@@ -182,10 +183,11 @@ def execute(opts: RunOptions) -> RunResult:
     _check_options(opts)
     waiver_list = waiver_mod.load(opts.waivers) if opts.waivers else []
     rules = intended_mod.load(opts.intended)
+    noise = noise_rules.load(opts.noise)  # a broken file: exit 2, before any replay
     policy = policy_mod.load(opts.policy)
     setup = evidence_mod.prepare(opts, policy)  # bad --inventory/--attach/--previous: exit 2
     root = _fixtures_root(opts.fixtures)
-    corpus = load_corpus(root)
+    corpus = load_corpus(root, noise=noise)
     if not corpus.scenarios and not corpus.quarantined:
         raise InputError(root, "", "--fixtures: a folder holding at least one scenario "
                          "(<scenario>/input.json)", "no scenario")
@@ -199,6 +201,7 @@ def execute(opts: RunOptions) -> RunResult:
                              opts.progress)
         report, evidence, projections = _judge(opts, corpus, candidate, results, rules,
                                                waiver_list, policy, setup, now)
+        report["noise_rules"] = noise_usage(noise, corpus, opts.surfaces)
         if opts.record_candidate:  # staged and swapped in whole, as the run folder
             with outdir.staged(opts.record_candidate, cand_mod.CANDIDATE_FILE,
                                "--record-candidate") as rec_stage:
@@ -264,6 +267,32 @@ def _judge(opts: RunOptions, corpus: Any, candidate: Any, results: Sequence[Any]
     return report, evidence_mod.seal(evidence), projections
 
 
+def noise_usage(noise: noise_rules.NoiseRules, corpus: Any, surfaces: Sequence[str]
+                ) -> dict[str, Any]:
+    """Report data of the noise rules (:func:`shadow.noise_rules.usage_report`): per
+    applied rule, the judged captures it neutralised and the values it replaced."""
+    applied: dict[str, tuple[int, int]] = {}
+    for s in corpus.scenarios:
+        for c in s.captures:
+            if not selected(c.name, c.surface, surfaces):
+                continue
+            for rid, _path, n in c.noise:
+                caps, values = applied.get(rid, (0, 0))
+                applied[rid] = (caps + 1, values + n)
+    return noise_rules.usage_report(noise, applied)
+
+
+def _noise_lines(n: Mapping[str, Any]) -> list[str]:
+    """Applied and unreviewed noise rules (ids only): an unreviewed rule is not applied."""
+    out = []
+    for state, what in (("applied", "applied"), ("unreviewed", "unreviewed, not applied")):
+        ids = [str(x.get("id")) for x in n.get(state, []) if isinstance(x, Mapping)]
+        if ids:
+            out.append(f"noise rules {what}: {len(ids)} ({', '.join(ids[:8])}"
+                       f"{' …' if len(ids) > 8 else ''})")
+    return out
+
+
 def _waiver_lines(w: Mapping[str, Any]) -> list[str]:
     """One line per waiver state that holds any waiver (applied, refused, expired, expiring,
     unused); ids only, never a reason text."""
@@ -300,6 +329,7 @@ def banner(report: Mapping[str, Any], corpus: Any) -> tuple[str, ...]:
         f"none {by.get('none', 0)}",
         *(f"blocking: {c}" for c in report["blocking_reasons"]),
         *_waiver_lines(report.get("waivers", {})),
+        *_noise_lines(report.get("noise_rules", {})),
         "phases: " + "  ".join(f"{s['phase']} {s['verdict']}" for s in ladder),
         *(f"to reach phase {s['phase']}: {a}" for s in ladder if s["verdict"] != "GO"
           and s["phase"] <= report["phase"] + 1 for a in s["to_reach_new"][:4]),

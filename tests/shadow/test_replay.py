@@ -127,7 +127,8 @@ def test_report_is_byte_identical_across_runs_and_listing_order(
     assert report["schema"] == "shadow-report/v1"
     assert set(report) == {"schema", "verdict", "phase", "candidate", "totals",
                            "blocking_reasons", "divergences", "legacy_defects", "waivers",
-                           "intended", "attribution", "generated_at", "cases", "ladder"}
+                           "intended", "attribution", "generated_at", "cases", "ladder",
+                           "noise_rules"}
     assert {"fixtures", "comparisons", "divergences", "blocking"} <= set(report["totals"])
     assert report["verdict"] == "GO" and report["totals"]["fixtures"] == 42
     keys = {"id", "fixture", "surface", "reason_code", "severity", "attribution", "item_ids",
