@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Protocol
 
@@ -146,7 +146,12 @@ class KernelCandidate:
         drops: dict[str, Drop] = {}  # every call's drops; a later call's verdict wins
         facts: dict[str, Any] = {"limits": {"tokens": policy.window - policy.reserved
                                             - policy.safety}}
+        history: list[dict[str, Any]] = []  # the provider outcome after each earlier call
         for k in range(ncalls):
+            outcome = provider.outcome(policy) if k else None
+            if outcome is not None:
+                history.append(asdict(outcome))
+                facts["provider_history"] = list(history)
             if k > 0 and k < len(session.batches):
                 b0, b1 = session.batches[k]
                 extra = [_from_canon(ci, sid) for ci in session.items_for(range(b0, b1))]

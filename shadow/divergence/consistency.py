@@ -193,6 +193,15 @@ def _failure(p: Projection) -> list[Violation]:
     return []
 
 
+def _validated_answers(p: Projection) -> int:
+    """Calls whose recorded answer could be a semantic summary: the earlier calls of a
+    multi-call capture (``provider_history``) and the projection's own last call."""
+    history = p.facts.get("provider_history") if isinstance(p.facts, Mapping) else None
+    truths = [h.get("truth") for h in (history or ()) if isinstance(h, Mapping)]
+    truths.append(p.provider.truth if p.provider is not None else None)
+    return sum(1 for t in truths if t in (None, "ok", "no-usage"))
+
+
 def _provider(p: Projection) -> list[Violation]:
     out: list[Violation] = []
     pr = p.provider
@@ -202,8 +211,9 @@ def _provider(p: Projection) -> list[Violation]:
     if semantic and not asked:
         out.append(Violation("provider.degraded_masked", tuple(semantic), {
             "why": "no_provider_answer", "requests": pr.requests if pr else 0}))
-    elif semantic and pr is not None and pr.truth not in (None, "ok", "no-usage"):
-        # §17: only a validated provider answer is a semantic summary
+    elif semantic and pr is not None and len(semantic) > _validated_answers(p):
+        # §17: only a validated provider answer is a semantic summary — one per answer; an
+        # earlier call's summary may outlive a later call that failed (successive compaction)
         out.append(Violation("provider.degraded_masked", tuple(semantic), {
             "why": "semantic_summary_from_failed_answer", "truth": pr.truth}))
     if asked and "provider_inputs" not in p.facts:

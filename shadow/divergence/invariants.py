@@ -358,8 +358,11 @@ def _provider(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
             d.reason in ("summarized", "collapsed") for d in p.dropped))
         if pr.truth == "cancelled" and ok and (pr.status != "aborted" or used):
             out.append(Violation("provider.cancel_swallowed", ids, detail))
+        # an unsettled call left for reconciliation commits nothing: it masks no failure
+        settled_as = ("aborted", "failed", "degraded") + (
+            ("reconciliation_required",) if pr.truth == "error" else ())
         if pr.truth in ("error", "invalid") and pr.degraded is not True and \
-                pr.status not in ("aborted", "failed", "degraded"):
+                pr.status not in settled_as:
             out.append(Violation("provider.degraded_masked", ids, detail))
         if pr.truth == "no-usage" and pr.status in ("committed", "degraded"):
             out.append(Violation("provider.usage_unknown_masked", ids,

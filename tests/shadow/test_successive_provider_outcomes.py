@@ -1,0 +1,52 @@
+"""Successive compactions whose later provider call fails: an earlier call's semantic
+summary may outlive it, and a call left for reconciliation masks nothing (issue 15's new
+``provider-ok-then-failure-successive`` scenario found both false alarms)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from shadow.divergence import consistency
+from shadow.divergence.invariants import _provider as provider_invariants
+from shadow.projection import PItem, Projection, ProviderOutcome
+
+OK = ProviderOutcome("committed", requests=1, recorded=1, degraded=False, usage="known",
+                     truth="ok")
+LOST = ProviderOutcome("reconciliation_required", requests=2, recorded=2, degraded=False,
+                       usage="unknown", truth="error")
+
+
+def _summary(n: int) -> PItem:
+    return PItem(id=f"~c{n}.summary.1", kind="summary", origin="derived",
+                 digest="sha256:" + "ab" * 32, length=400,
+                 detail={"format": "structured", "fields": ["objective"]})
+
+
+def _projection(summaries: int, history: list[ProviderOutcome]) -> Projection:
+    return Projection("fx", "cli.provider-compaction", "candidate",
+                      items=tuple(_summary(n) for n in range(summaries)), provider=LOST,
+                      facts={"provider_inputs": ["fx:m0001"],
+                             **({"provider_history": [asdict(h) for h in history]}
+                                if history else {})})
+
+
+def _masked(vs: list[object]) -> list[object]:
+    return [v for v in vs if getattr(v, "code", None) == "provider.degraded_masked"]
+
+
+def test_an_earlier_answers_summary_survives_a_later_failed_call() -> None:
+    assert _masked(consistency._provider(_projection(1, [OK]))) == []
+
+
+def test_more_semantic_summaries_than_validated_answers_are_masked() -> None:
+    (hit,) = _masked(consistency._provider(_projection(2, [OK])))
+    assert hit.detail["why"] == "semantic_summary_from_failed_answer"  # type: ignore[attr-defined]
+    (hit,) = _masked(consistency._provider(_projection(1, [])))  # the single failed call
+
+
+def test_reconciliation_after_a_failed_call_is_not_masking() -> None:
+    assert _masked(provider_invariants(_projection(0, [OK]), {})) == []
+    committed = Projection("fx", "cli.provider-compaction", "candidate",
+                           provider=ProviderOutcome("committed", requests=1, degraded=False,
+                                                    truth="error"))
+    assert _masked(provider_invariants(committed, {}))  # committing a failure still is
