@@ -347,13 +347,62 @@ def chip_hash(kind: str, source: str, identity: str) -> str:
     return "ctx_" + hashlib.sha256(f"{kind}\n{source}\n{identity}".encode()).hexdigest()[:16]
 
 
+_JS_SPACE: Final = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006" \
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
+def js_safe_integer(value: Any) -> int | None:
+    """``Number(value)`` when it is a safe integer (the Context Center's budget rule), else
+    None: an integer, or text such as ``" 1024 "``, ``"1e3"``, ``"0x10"``, ``""`` (0)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value if abs(value) <= 2**53 - 1 else None
+    if not isinstance(value, str):
+        return None
+    text = value.strip(_JS_SPACE)
+    if not text:
+        return 0
+    try:
+        if text[:2].lower() in ("0x", "0o", "0b"):
+            number = float(int(text[2:], {"x": 16, "o": 8, "b": 2}[text[1].lower()]))
+        elif any(ch.isalpha() and ch not in "eE" for ch in text) or "_" in text:
+            return None  # "Infinity", "NaN", "1_000": not a safe integer
+        else:
+            number = float(text)
+    except ValueError:
+        return None
+    if not number.is_integer() or abs(number) > 2**53 - 1:
+        return None
+    return int(number)
+
+
+def _bounded(value: Any, fallback: str, limit: int) -> str:
+    """``boundedText``: ``String(value ?? "").trim() || fallback``, at most ``limit`` chars."""
+    clean = "" if value is None else (value if isinstance(value, str) else str(value))
+    clean = clean.strip(_JS_SPACE)
+    return (clean or fallback)[:limit]
+
+
+def legacy_chip_hash(c: Mapping[str, Any], kind: str) -> str:
+    """The chip id the Context Center gives a candidate without an explicit id: its kind,
+    its source (default ``ide-host``) and ``identity || scope || label``, each defaulted as
+    the plugin normalises them."""
+    source = _bounded(c.get("source"), "ide-host", 128)
+    label = _bounded(c.get("label"), kind, 160)
+    scope = _bounded(c.get("scope"), _bounded(c.get("identity"), label, 512), 512)
+    identity = c.get("identity")
+    key = identity if isinstance(identity, str) and identity else scope
+    return chip_hash(kind, source, key)
+
+
 def canonical_ide(scenario: str, doc: Mapping[str, Any]) -> CanonicalIDE:
     cc = doc.get("context_center") or {}
     pinned_ids = set(cc.get("pinnedIds") or ())
     removed_ids = set(cc.get("removedIds") or ())
-    raw_budget = cc.get("tokenBudget")
-    budget = IDE_DEFAULT_BUDGET if not isinstance(raw_budget, int) or isinstance(
-        raw_budget, bool) else max(0, min(raw_budget, IDE_MAX_BUDGET))
+    raw_budget = js_safe_integer(cc.get("tokenBudget"))
+    budget = IDE_DEFAULT_BUDGET if raw_budget is None else max(0, min(raw_budget,
+                                                                       IDE_MAX_BUDGET))
     items: list[CanonItem] = []
     rejected: dict[str, str] = {}
     removed: set[str] = set()
@@ -366,6 +415,7 @@ def canonical_ide(scenario: str, doc: Mapping[str, Any]) -> CanonicalIDE:
         variants = []
         if isinstance(c.get("id"), str):
             variants.append(c["id"])
+        variants.append(legacy_chip_hash(c, kind))
         variants.append(chip_hash(kind, source, str(c.get("identity"))))
         if c.get("scope"):
             variants.append(chip_hash(kind, source, str(c.get("scope"))))
@@ -403,10 +453,12 @@ class MemoryCommand:
     scenario: str
     index: int
     op: str  # propose | update | delete | clear_scope | recall | get | list | stats |
-    #          trace_record | consolidate | trace_summarize | unknown
+    #          trace_record | consolidate | trace_summarize | open_store | hydrate_store |
+    #          size | unknown
     target: str | None  # identity of the record acted on (resolved `ref`/`as`)
     args: Mapping[str, Any]
     legacy_op: str
+    store: str | None = None  # the legacy store instance named by the op (None: the first)
 
 
 def record_id(scenario: str, op_index: int) -> str:
@@ -422,7 +474,8 @@ def memory_commands(scenario: str, doc: Mapping[str, Any]) -> tuple[MemoryComman
     ops_map = {"add": "propose", "update": "update", "remove": "delete",
                "clearScope": "clear_scope", "recall": "recall", "get": "get", "list": "list",
                "stats": "stats", "trace.record": "trace_record", "consolidate": "consolidate",
-               "trace.summarize": "trace_summarize"}
+               "trace.summarize": "trace_summarize", "open": "open_store",
+               "hydrate": "hydrate_store", "size": "size"}
     for i, op in enumerate(doc.get("memory_ops") or ()):
         legacy = str(op.get("op"))
         target = None
@@ -439,7 +492,9 @@ def memory_commands(scenario: str, doc: Mapping[str, Any]) -> tuple[MemoryComman
             args = {"patch": op.get("patch") or {}}
         out.append(MemoryCommand(scenario=scenario, index=i, op=ops_map.get(legacy, "unknown"),
                                  target=target, args=args if args is not None else {},
-                                 legacy_op=legacy))
+                                 legacy_op=legacy,
+                                 store=op["store"] if isinstance(op.get("store"), str)
+                                 else None))
     return tuple(out)
 
 
