@@ -55,6 +55,20 @@ Mapping (docs/surfaces.md, "Memory candidate"):
     never wider than its input); candidate identity ``<op>.t<seq>`` from the evidence
     event; repeats are the kernel's ``duplicates`` (content-derived ids).
 
+``open_store`` / ``hydrate_store`` / ``size`` (legacy ``open``, ``hydrate``, ``size``) and
+the ``store`` of an operation
+    a legacy store instance (a process's ``MemoryStore`` loaded from the persisted file,
+    a replica, a snapshot merged into a live store) is a *view* of the kernel's one
+    authority, never a second copy of it: every operation, whichever instance names it,
+    runs against the one MemoryPort (the instance is kept as ``detail.store``).
+    Opening or hydrating an instance is the kernel's index rebuild —
+    :meth:`kernel.memory.recall.RecordIndex.rebuild` from the authority — and returns
+    the recallable records the rebuilt view holds (``detail.rebuilt``); a deleted
+    record is a tombstone in the authority, so no view can bring it back.  ``size``
+    counts the recallable records.  What a stale legacy replica returns after a
+    deletion elsewhere therefore shows as a difference of the returned sets, and the
+    baseline's own ``deletion.backfill`` (docs/memory.md, "Store instances").
+
 Projection: record state is the kernel's, except that both tombstone states
 (``deleted``, ``purged``) read ``deleted`` — the projection vocabulary's "removed";
 whether every copy was purged is the deletion receipt's status on the operation.  The
@@ -65,6 +79,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 from kernel.canonical.checks import assert_scope
@@ -187,9 +202,12 @@ class _Driver:
         if handler is None:
             return MemOp(cmd.index, cmd.legacy_op, "error", error="unsupported")
         try:
-            return handler(self, cmd)
+            out = handler(self, cmd)
         except KernelError as exc:  # the kernel's refusal is the candidate's answer
-            return MemOp(cmd.index, cmd.legacy_op, "error", error=exc.code)
+            out = MemOp(cmd.index, cmd.legacy_op, "error", error=exc.code)
+        if cmd.store is None:
+            return out
+        return replace(out, detail={**out.detail, "store": cmd.store})
 
     # ----------------------------------------------------------------- writes
     def propose(self, cmd: MemoryCommand) -> MemOp:
@@ -345,6 +363,27 @@ class _Driver:
         return MemOp(cmd.index, cmd.legacy_op, "ok",
                      returned=(self.pid[head["memoryId"]],) if live and head else ())
 
+    def _live(self) -> list[str]:
+        """Recallable records (their kernel memoryIds), in creation order."""
+        live = []
+        for memory_id in self.order:
+            r = self.port.read(memory_id)
+            if r is not None and r["state"] in RECALLABLE_STATES:
+                live.append(memory_id)
+        return live
+
+    def open_store(self, cmd: MemoryCommand) -> MemOp:
+        """A legacy store instance loaded from the persisted file (``open``) or a
+        snapshot merged into one (``hydrate``): the index rebuilt from the authority."""
+        self.index.rebuild(self.port)
+        live = self._live()
+        return MemOp(cmd.index, cmd.legacy_op, "ok",
+                     returned=tuple(self.pid[m] for m in live),
+                     detail={"rebuilt": len(live)})
+
+    def size(self, cmd: MemoryCommand) -> MemOp:
+        return MemOp(cmd.index, cmd.legacy_op, "ok", detail={"size": len(self._live())})
+
     def stats(self, cmd: MemoryCommand) -> MemOp:
         counts: dict[str, int] = {}
         for r in self.port.records():
@@ -396,6 +435,7 @@ _HANDLERS: Final[Mapping[str, Callable[[_Driver, MemoryCommand], MemOp]]] = {
     "clear_scope": _Driver.clear_scope, "recall": _Driver.recall, "list": _Driver.list_scope,
     "get": _Driver.get, "stats": _Driver.stats, "trace_record": _Driver.trace_record,
     "consolidate": _Driver.consolidate, "trace_summarize": _Driver.trace_summarize,
+    "open_store": _Driver.open_store, "hydrate_store": _Driver.open_store, "size": _Driver.size,
 }
 
 

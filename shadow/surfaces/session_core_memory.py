@@ -12,11 +12,21 @@ legacy's documented semantics; the returned count is the receipt), ``recall`` / 
 / ``get`` return identities.  Legacy records carry no sensitivity and no state beyond
 present/removed: state is ``active`` or ``deleted``.  Timestamps and ``relevance``
 scores are noise.
+
+Several store instances (an op's ``store``; docs/fixtures.md): each record's membership
+is followed per instance — ``add`` / ``consolidate`` put it in the op's store, a removal
+takes it out of that store only, ``clearScope`` clears that store's records, and
+``open`` / ``hydrate`` (a store loaded from the persisted file) hold exactly the
+capture's ``store_ids``, which the op *returns* (what the snapshot made visible).  A
+record a read or a load returns is present again: a deleted record that comes back
+(a stale replica, a snapshot written back) is ``active`` and named in ``restored`` —
+the invariants see it as ``deletion.backfill``.  ``size`` reports its count.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from shadow.boundary import list_at, mapping_at
@@ -38,6 +48,7 @@ class _State:
         self.recs: dict[str, dict[str, Any]] = {}  # identity -> record facts
         self.order: list[str] = []
         self.traces: list[tuple[int, str]] = []  # (seq, evidence text)
+        self.where: dict[str, set[str | None]] = {}  # identity -> store instances holding it
 
     def ident(self, legacy: Any) -> str:
         if isinstance(legacy, str) and legacy in self.ids:
@@ -66,6 +77,19 @@ def _returned(st: _State, result: Any) -> tuple[str, ...]:
     return tuple(st.ident(r.get("id")) for r in result if isinstance(r, Mapping))
 
 
+def _present(st: _State, returned: tuple[str, ...], store: str | None) -> list[str]:
+    """Records a read or load returned are present (in ``store``); the deleted ones among
+    them are back (``restored``)."""
+    restored = []
+    for ident in returned:
+        st.where.setdefault(ident, set()).add(store)
+        rec = st.recs.get(ident)
+        if rec is not None and rec["state"] == "deleted":
+            rec["state"] = "active"
+            restored.append(ident)
+    return restored
+
+
 def _fact_id(st: _State, op_index: int, content: str, j: int) -> str:
     for seq, text in st.traces:
         if text and text in content:
@@ -78,18 +102,37 @@ def _op(st: _State, raw: Mapping[str, Any]) -> MemOp:
     op = str(raw.get("op"))
     result, error = raw.get("result"), raw.get("error")
     args = raw.get("args")
+    store = raw.get("store") if isinstance(raw.get("store"), str) else None
+    mop = _op_in(st, i, op, store, args, result, error, raw)
+    if store is None:
+        return mop
+    return replace(mop, detail={**mop.detail, "store": store})
+
+
+def _op_in(st: _State, i: int, op: str, store: str | None, args: Any, result: Any,
+           error: Any, raw: Mapping[str, Any]) -> MemOp:
     if op == "consolidate":
-        return _consolidate(st, i, op, args, result, error)
+        return _consolidate(st, i, op, args, result, error, store)
     if error is not None:
         return MemOp(i, op, "error", error=error_category(error))
     if op == "add" and isinstance(result, Mapping):
         ident = record_id(st.scenario, i)
         st.ids[str(result.get("id"))] = ident
         st.put(ident, result)
+        st.where[ident] = {store}
         req = args if isinstance(args, Mapping) else {}
         return MemOp(i, op, "ok", created=(ident,),
                      detail={"selector": {"scope": req.get("scope"),
                                           "scope_id": req.get("scopeId")}})
+    if op in ("open", "hydrate"):
+        loaded = tuple(st.ident(x) for x in list_at(raw, "store_ids"))
+        restored = _present(st, loaded, store)
+        detail: dict[str, Any] = {"hydrated": result}
+        if restored:
+            detail["restored"] = restored
+        return MemOp(i, op, "ok", returned=loaded, detail=detail)
+    if op == "size":
+        return MemOp(i, op, "ok", detail={"size": result})
     if op == "update":
         if not isinstance(result, Mapping):
             return MemOp(i, op, "noop")
@@ -101,6 +144,8 @@ def _op(st: _State, raw: Mapping[str, Any]) -> MemOp:
     if op == "remove":
         ident = st.ident((args or {}).get("id") if isinstance(args, Mapping) else None)
         target = {"target": ident} if ident in st.recs else {}
+        if result is True:
+            st.where.get(ident, set()).discard(store)
         if result is True and ident in st.recs and st.recs[ident]["state"] != "deleted":
             st.recs[ident]["state"] = "deleted"
             return MemOp(i, op, "ok", deleted=(ident,), detail={"receipt": True, **target})
@@ -112,12 +157,14 @@ def _op(st: _State, raw: Mapping[str, Any]) -> MemOp:
         scope = a[0] if a else None
         sid = a[1] if len(a) > 1 else None
         hit = [k for k in st.order if st.recs[k]["state"] != "deleted"
+               and store in st.where.get(k, ())
                and st.recs[k]["scope"] == scope
                and (scope == "global" or st.recs[k]["scope_id"] == sid)]
         if isinstance(result, int) and result != len(hit):
             hit = hit[:result]
         for k in hit:
             st.recs[k]["state"] = "deleted"
+            st.where[k].discard(store)
         return MemOp(i, op, "ok", deleted=tuple(hit),
                      detail={"receipt": result, "selector": {"scope": scope, "scope_id": sid}})
     if op in ("recall", "list", "get"):
@@ -125,6 +172,9 @@ def _op(st: _State, raw: Mapping[str, Any]) -> MemOp:
         if isinstance(args, Mapping) and op != "get":
             sel = {"selector": {"scope": args.get("scope"), "scope_id": args.get("scopeId")}}
         returned = _returned(st, result)
+        restored = _present(st, returned, store)
+        if restored:
+            sel["restored"] = restored
         if op == "recall" and isinstance(args, Mapping):
             # the legacy's own relevance rule: a query token occurs in content, tags or
             # category; a record returned without one is not a recall hit
@@ -168,7 +218,8 @@ def _summarizer(st: _State, index: int, args: Any, result: Any) -> dict[str, Any
             "sent_secret": any(has_secret(t) for t in string_leaves(ex.get("request")))}
 
 
-def _consolidate(st: _State, i: int, op: str, args: Any, result: Any, error: Any) -> MemOp:
+def _consolidate(st: _State, i: int, op: str, args: Any, result: Any, error: Any,
+                 store: str | None = None) -> MemOp:
     summ = _summarizer(st, i, args, result)
     extra: dict[str, Any] = {"summarizer": summ} if summ is not None else {}
     if error is not None:
@@ -182,6 +233,7 @@ def _consolidate(st: _State, i: int, op: str, args: Any, result: Any, error: Any
         ident = _fact_id(st, i, str(rec.get("content") or ""), j)
         st.ids[str(rec.get("id"))] = ident
         st.put(ident, rec)
+        st.where[ident] = {store}
         created.append(ident)
     return MemOp(i, op, "ok", created=tuple(created),
                  detail={"source_scope": "session", "scope": result.get("scope"), **extra})

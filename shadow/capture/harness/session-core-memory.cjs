@@ -11,15 +11,16 @@
 //
 // Operation kinds (docs/fixtures.md, "memory_ops"):
 //   add, get, recall, update, remove, clearScope, list, stats, size      MemoryStore
-//   trace.record, trace.summarize, trace.query, trace.clearSession,
-//   trace.listSessions, trace.stats                                       TraceStore
+//   trace.record, trace.summarize                                          TraceStore
 //   consolidate                                                           MemoryConsolidator
 //   open      {store, args: {file}}: a new MemoryStore on
 //             createMemoryFileAdapter(<CHAINLESSCHAIN_HOME>/<file>), hydrated with
 //             hydrateMemoryStore — what the CLI's getMemoryStore() does; result = the
-//             number of records hydrated
+//             number of records hydrated; `store_ids` = the ids the store then holds
+//             (store.list(), which touches no record)
 //   hydrate   {store, args: {file}}: hydrateMemoryStore(<store>, a fresh adapter on
-//             <file>) — merge a persisted snapshot into a live store; result = count
+//             <file>) — merge a persisted snapshot into a live store; result = count,
+//             `store_ids` as for open
 // `store` (any op) names the store instance the op runs on; without it, the first
 // (adapter-less) store.  Adapter writes are asynchronous in the legacy code: they are
 // let settle after every operation, and an adapter failure is an `adapter-error` event.
@@ -32,8 +33,7 @@ const ENTRY = `${SC}/memory-store.js#MemoryStore (+ trace-store.js#TraceStore, m
 const MAIN = null; // the default store's name (ops without `store`)
 const STORE_OPS = new Set(["add", "get", "recall", "update", "remove", "clearScope", "list",
   "stats", "size"]);
-const TRACE_OPS = new Set(["record", "summarize", "query", "clearSession", "listSessions",
-  "stats"]);
+const TRACE_OPS = new Set(["record", "summarize"]);
 const BY_ID = new Set(["get", "update", "remove"]);
 
 class InputProblem extends Error {
@@ -168,6 +168,9 @@ main(async (req) => {
     await settle(); // the legacy adapters write in a later microtask
     if (kind === "add" && error === null && op.as !== undefined && result) refs[op.as] = result.id;
     rec.result = result;
+    if ((kind === "open" || kind === "hydrate") && stores.has(name)) {
+      rec.store_ids = stores.get(name).list().map((m) => m.id);
+    }
     rec.error = error;
     ops.push(rec);
   }
@@ -186,14 +189,14 @@ main(async (req) => {
       file: `<CHAINLESSCHAIN_HOME>/${(o.args || {}).file}`,
       construct: "new MemoryStore({adapter: createMemoryFileAdapter(file), now}); hydrateMemoryStore(store, adapter)" }));
   }
-  const files = {};
-  if (needsFiles) {
-    for (const { o } of opened) {
-      const p = homeFile(req, (o.args || {}).file);
-      if (!((o.args || {}).file in files)) {
-        files[(o.args || {}).file] = fs.existsSync(p) ? JSON.parse(fs.readFileSync(p, "utf8")) : null;
-      }
-    }
+  // the persisted files as the run leaves them: [{file, snapshot}] (null: never written)
+  const files = [];
+  for (const o of list) {
+    if (!o || (o.op !== "open" && o.op !== "hydrate")) continue;
+    const file = (o.args || {}).file;
+    if (files.some((f) => f.file === file)) continue;
+    const p = homeFile(req, file);
+    files.push({ file, snapshot: fs.existsSync(p) ? JSON.parse(fs.readFileSync(p, "utf8")) : null });
   }
   const determinism = det.determinismRecord(0);
   determinism.injected_now = { shared_by: ["MemoryStore", "TraceStore", "MemoryConsolidator"],
