@@ -14,6 +14,10 @@ dropped as ``not_persisted``; summaries carry ``_cc_replay`` provenance.  Facts:
 * ``writers``: who appended compact events (``legacy:jsonl-session-store``; a seeded
   ``resume-fixture`` event is input, not a write of this run).
 
+A CAS-race scenario (``session_store.cas_race``) records the second writer's event as
+``steps[k].concurrent_writer``: a message it appended is neither input nor derived by the
+store, so it is left out of the matching (``noise.concurrent_writes`` counts them).
+
 Event timestamps, hashes and the session file path (platform separators) are noise.
 """
 
@@ -74,10 +78,11 @@ def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None
     last = written[-1]["data"] if written else {}
     rebuilt = list_at(out, "rebuildMessages")
     prov = out.get("readVerifiedMessages_provenance")
-    match = match_messages(sources, rebuilt, session,
-                           provenance=prov if isinstance(prov, list) else None)
+    concurrent = _concurrent_messages(out)
+    own, own_prov = _without(rebuilt, prov if isinstance(prov, list) else None, concurrent)
+    match = match_messages(sources, own, session, provenance=own_prov)
     steps = strategy_steps(last.get("strategy"))
-    drops = infer_drops(sources, match, session, steps, rebuilt, pair_repair=True)
+    drops = infer_drops(sources, match, session, steps, own, pair_repair=True)
     by_id = session.by_id
     drops = [replace(d, reason="not_persisted", legacy_reason="not-persisted")
              if by_id.get(d.id) and by_id[d.id].role == "system"
@@ -98,8 +103,36 @@ def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None
                "settlement": "ok" if not any(settlement) else "error",
                "limits": _source_limits(capture, siblings), "order": "pinned_block",
                "match": dict(sorted(match.notes.items()))},
-        noise={"events": len(_events(out)), "compacts": len(written)},
+        noise={"events": len(_events(out)), "compacts": len(written),
+               **({"concurrent_writes": len(concurrent)} if concurrent else {})},
     )
+
+
+def _concurrent_messages(out: Mapping[str, Any]) -> list[Any]:
+    """Messages a second writer appended in a CAS race (``steps[].concurrent_writer``)."""
+    found = []
+    for step in list_at(out, "steps"):
+        cw = step.get("concurrent_writer") if isinstance(step, Mapping) else None
+        data = cw.get("data") if isinstance(cw, Mapping) else None
+        if isinstance(data, Mapping) and "role" in data:
+            found.append(data)
+    return found
+
+
+def _without(rebuilt: list[Any], prov: list[Any] | None, concurrent: list[Any]
+             ) -> tuple[list[Any], list[Any] | None]:
+    """The rebuilt history (and its provenance) less one occurrence per concurrent write."""
+    if not concurrent:
+        return rebuilt, prov
+    left = list(concurrent)
+    keep = []
+    for n, m in enumerate(rebuilt):
+        if m in left:
+            left.remove(m)
+        else:
+            keep.append(n)
+    own_prov = [prov[n] for n in keep if n < len(prov)] if prov is not None else None
+    return [rebuilt[n] for n in keep], own_prov
 
 
 def _strip(messages: Any) -> list[Any]:
