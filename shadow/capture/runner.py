@@ -350,9 +350,13 @@ def capture_scenario(session: _Session, name: str, path: Path,
     final = _input_with_exchanges(inp, sorted(outcomes, key=_exchange_order))
     entry = {"id": name, "kind": _kind(inp), "description": inp.get("description"),
              "tags": inp.get("tags"), "model": inp.get("model"),
-             "message_count": _message_count(inp),
-             "provider_exchanges": len(final["provider_responses"]),
-             "surfaces": [_entry_record(o) for o in outcomes if o.status != "capture-error"]}
+             "message_count": _message_count(inp)}
+    followups = inp.get("followup_messages")
+    if isinstance(followups, list):  # two-phase scenarios: the size of each follow-up batch
+        entry["followup_message_count"] = [len(f) if isinstance(f, list) else 0
+                                           for f in followups]
+    entry["provider_exchanges"] = len(final["provider_responses"])
+    entry["surfaces"] = [_entry_record(o) for o in outcomes if o.status != "capture-error"]
     return {"entry": entry, "input": final}, outcomes
 
 
