@@ -400,7 +400,9 @@ def canonical_ide(scenario: str, doc: Mapping[str, Any]) -> CanonicalIDE:
     cc = doc.get("context_center") or {}
     pinned_ids = set(cc.get("pinnedIds") or ())
     removed_ids = set(cc.get("removedIds") or ())
-    raw_budget = js_safe_integer(cc.get("tokenBudget"))
+    # Number(null) is 0; only a missing tokenBudget takes the default
+    raw_budget = 0 if "tokenBudget" in cc and cc["tokenBudget"] is None else js_safe_integer(
+        cc.get("tokenBudget"))
     budget = IDE_DEFAULT_BUDGET if raw_budget is None else max(0, min(raw_budget,
                                                                        IDE_MAX_BUDGET))
     items: list[CanonItem] = []

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from shadow.boundary import join_pointer, loads, read_regular, regular_file_problem
+from shadow.canonical import js_safe_integer
 from shadow.errors import FixtureError, InputError, describe
 from shadow.noise_rules import NO_RULES, NoiseRules, given_values, neutralise
 
@@ -137,6 +138,15 @@ def _int(value: Any, src: str, ptr: str, minimum: int | None = None) -> None:
         raise FixtureError(src, ptr, f"an integer >= {minimum}", "a smaller integer")
 
 
+def _int_or_numeric_text(value: Any, src: str, ptr: str) -> None:
+    """An integer, or text the Context Center reads with ``Number()`` as one (``"1024"``);
+    other text ("big") is not a budget."""
+    if not isinstance(value, str):
+        _int(value, src, ptr)
+    elif js_safe_integer(value) is None:
+        _fail(src, ptr, "an integer or its decimal text", value)
+
+
 def _bool(value: Any, src: str, ptr: str) -> None:
     if not isinstance(value, bool):
         _fail(src, ptr, "a boolean", value)
@@ -206,8 +216,10 @@ def _validate_exchange(resp: Any, src: str, ptr: str) -> None:
 def _validate_candidate(cand: Any, src: str, ptr: str) -> None:
     """One IDE context-center candidate (``context_center.candidates[i]``)."""
     c = _obj(cand, src, ptr)
-    for key in ("kind", "source", "identity", "content", "id", "scope", "label", "autoReason"):
-        _opt(c, key, _str, src, ptr)
+    _opt(c, "kind", _str, src, ptr)
+    # the Context Center reads a missing or null text field as its default (String(v ?? ""))
+    for key in ("source", "identity", "content", "id", "scope", "label", "autoReason"):
+        _opt(c, key, _str_or_null, src, ptr)
     for key in ("pinned", "refreshable"):
         _opt(c, key, _bool, src, ptr)
 
@@ -246,7 +258,7 @@ def validate_input(doc: Any, src: str, scenario: str) -> dict[str, Any]:
             _validate_candidate(cand, src, f"/context_center/candidates/{i}")
         for key in ("pinnedIds", "removedIds", "refreshedIds"):
             _opt(cc, key, _strings, src, "/context_center")
-        _opt(cc, "tokenBudget", _int, src, "/context_center")
+        _opt(cc, "tokenBudget", _int_or_numeric_text, src, "/context_center")
         _opt(cc, "workspaceId", _str_or_null, src, "/context_center")
     if "followup_messages" in d:
         # a list of batches, each appended after the previous call's output
