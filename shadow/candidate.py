@@ -29,6 +29,7 @@ from kernel.planning.tokens import cjk_estimate
 from shadow import memory_candidate
 from shadow.boundary import load_path, mapping_at
 from shadow.canonical import Canon, CanonItem, scope_id_of
+from shadow.compaction_harness import AdvancingPort
 from shadow.divergence.provenance import text_sketches
 from shadow.errors import InputError, SideEffectError
 from shadow.fixtures import Capture, compaction_source
@@ -267,6 +268,14 @@ class KernelCandidate:
                               error="no_compaction_source")
         src = self._messages(canon, replace(src_capture, calls=capture.calls or
                                             src_capture.calls))
+        settlement = "ok"
+        if src.status == "error" and src.error == "aborted":
+            # a cancelled compaction commits nothing: the store keeps the whole history
+            src, settlement = self._unchanged(canon, src), "aborted"
+        elif _cas_race(canon) and src.status == "ok" and not _kernel_cas_commits():
+            # a second writer moved the head between the read and the commit: the kernel's
+            # compare-and-swap refuses the compact event, nothing is committed
+            src, settlement = self._unchanged(canon, src), "stale"
         by_id = canon.session.by_id if canon.session else {}
         kept, dropped = [], list(src.dropped)
         for it in src.items:
@@ -280,7 +289,17 @@ class KernelCandidate:
                                               and not by_id[d.id].detail.get("prior"))]
         return replace(src, surface=capture.name, items=tuple(kept),
                        dropped=tuple(sorted(dropped, key=lambda d: d.id)),
-                       facts={**dict(src.facts), "chain": "verified", "replay": "consistent"})
+                       facts={**dict(src.facts), "chain": "verified", "replay": "consistent",
+                              "settlement": settlement})
+
+    def _unchanged(self, canon: Canon, src: Projection) -> Projection:
+        """The persisted history with no compaction applied (every offered input item)."""
+        session = canon.session
+        assert session is not None
+        sid = scope_id_of(canon.name)
+        seqs = [q for b in session.batches for q in range(*b)]
+        items = tuple(_from_canon(ci, sid).item for ci in session.items_for(seqs))
+        return replace(src, status="ok", error=None, items=items, dropped=())
 
     # -- IDE context center --------------------------------------------------------------
     def _ide(self, canon: Canon, capture: Capture) -> Projection:
@@ -394,6 +413,23 @@ def _error_detail(exc: KernelError, provider: _ProviderLog | None) -> dict[str, 
     detail = {k: raw[k] for k in _ERROR_DETAIL_KEYS if isinstance(raw, Mapping) and k in raw}
     out: dict[str, Any] = {"error_detail": detail} if detail else {}
     return {**out, **(provider.facts() if provider is not None else {})}
+
+
+def _cas_race(canon: Canon) -> bool:
+    """The input stages a second writer before the compact commit (``session_store``)."""
+    store = canon.doc.get("session_store")
+    return isinstance(store, Mapping) and bool(store.get("cas_race"))
+
+
+def _kernel_cas_commits() -> bool:
+    """Ask the kernel's own session port: does a compact event commit against the head it
+    read when another writer has appended since?  (It must not: design 108 §8.2.)"""
+    port = AdvancingPort(advance_to="head:concurrent-writer")
+    port.seed("race", head="head:read", memory_revision=0, items=[])
+    snapshot = port.read_snapshot("race")
+    assert snapshot is not None
+    event = {"sessionId": "race", "operationId": "op-race", "expectedHead": snapshot.head}
+    return port.append_compaction(event, snapshot.head).ok
 
 
 def _from_canon(ci: CanonItem, scope_id: str) -> _Work:

@@ -200,6 +200,17 @@ def _messages(value: Any, src: str, ptr: str) -> None:
         _validate_message(msg, src, join_pointer(ptr, i))
 
 
+def _messages_or_refused(value: Any, src: str, ptr: str) -> None:
+    """Messages, or null: the store refused the read (an unverified, torn transcript)."""
+    if value is not None:
+        _messages(value, src, ptr)
+
+
+def _list_or_refused(value: Any, src: str, ptr: str) -> None:
+    if value is not None:
+        _list(value, src, ptr)
+
+
 def _validate_exchange(resp: Any, src: str, ptr: str) -> None:
     """One recorded provider exchange (``provider_responses[i]``)."""
     r = _obj(resp, src, ptr)
@@ -311,9 +322,9 @@ OUTPUT_SHAPES: Final[Mapping[str, OutputShape]] = {
     "cli.compress": OutputShape(_CHAIN, {"stats": _obj}),
     "cli.provider-compaction": OutputShape(_CHAIN, _CLI_EVENTS),
     "cli.jsonl-session": OutputShape(
-        {"rebuildMessages": _messages, "readVerifiedMessages": _messages,
+        {"rebuildMessages": _messages, "readVerifiedMessages": _messages_or_refused,
          "raw_jsonl_lines": _strings, "verifySession": _obj},
-        {"steps": _objects, "readVerifiedMessages_provenance": _list,
+        {"steps": _objects, "readVerifiedMessages_provenance": _list_or_refused,
          "session_file": _str_or_null}),
     "desktop.compress": OutputShape(_CHAIN, {"strategy": _str_or_null}),
     "desktop.context-engineering": OutputShape(_CHAIN, {"metadata": _obj}),

@@ -10,7 +10,9 @@ dropped as ``not_persisted``; summaries carry ``_cc_replay`` provenance.  Facts:
 
 * ``chain``: ``verifySession.status`` (``session.chain_invalid`` unless ``verified``);
 * ``replay``: ``consistent`` when the rebuilt history equals the verified read and the
-  latest compact event's messages (else ``session.replay_mismatch``);
+  latest compact event's messages (else ``session.replay_mismatch``); ``refused`` when
+  the store refused the verified read (``readVerifiedMessages`` null: a crash left a torn,
+  unverified tail and nothing was appended after it);
 * ``writers``: who appended compact events (``legacy:jsonl-session-store``; a seeded
   ``resume-fixture`` event is input, not a write of this run).
 
@@ -90,22 +92,38 @@ def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None
     with_covers(match, drops, {it.item_id: it.trust for it in session.items},
                 {it.item_id: it.sensitivity for it in session.items})
     verify = mapping_at(out, "verifySession")
+    refused = out.get("readVerifiedMessages") is None  # a torn, unverified transcript
     consistent = rebuilt == out.get("readVerifiedMessages") and (
         not written or _strip(last.get("messages")) == _strip(rebuilt))
     steps_out = list_at(out, "steps")
-    settlement = [s.get("settlement_error") for s in steps_out if isinstance(s, Mapping)]
+    settlement = _settlement(steps_out)
     return Projection(
         canon.name, capture.name, "baseline", input_ids=tuple(offered),
         items=tuple(match.items), dropped=tuple(sorted(drops, key=lambda d: d.id)),
         writers=(WRITER,) if written else (),
         facts={"chain": str(verify.get("status") or "unknown"),
-               "replay": "consistent" if consistent else "mismatch",
-               "settlement": "ok" if not any(settlement) else "error",
+               "replay": "refused" if refused else "consistent" if consistent else "mismatch",
+               "settlement": settlement,
                "limits": _source_limits(capture, siblings), "order": "pinned_block",
                "match": dict(sorted(match.notes.items()))},
         noise={"events": len(_events(out)), "compacts": len(written),
                **({"concurrent_writes": len(concurrent)} if concurrent else {})},
     )
+
+
+def _settlement(steps: list[Any]) -> str:
+    """How the compact appends ended: ``ok``; ``stale`` (the store's compare-and-swap
+    refused: ``SESSION_REVISION_STALE``); ``aborted`` (the compaction was cancelled, nothing
+    to append); ``error`` (any other refusal)."""
+    errors = [s.get("settlement_error") for s in steps if isinstance(s, Mapping)]
+    if any(isinstance(e, Mapping) and e.get("code") == "SESSION_REVISION_STALE" for e in errors):
+        return "stale"
+    if any(errors):
+        return "error"
+    sources = [s.get("compaction_source_error") for s in steps if isinstance(s, Mapping)]
+    if any(isinstance(e, Mapping) and e.get("name") == "AbortError" for e in sources):
+        return "aborted"
+    return "ok"
 
 
 def _concurrent_messages(out: Mapping[str, Any]) -> list[Any]:

@@ -61,6 +61,6 @@ def test_concurrent_writes_are_left_out_of_the_matching(tmp_path: Path) -> None:
     assert raced.status == before.status
     assert not [it for it in raced.items if it.origin != "input"]  # nothing derived
     assert raced.noise["concurrent_writes"] == 1 and "concurrent_writes" not in before.noise
-    assert raced.facts["settlement"] == "error" and before.facts["settlement"] == "ok"
+    assert raced.facts["settlement"] == "stale" and before.facts["settlement"] == "ok"
     assert raced.facts["replay"] == "consistent"
     assert raced.writers == ()  # the refused compact was not a write of this run
