@@ -11,11 +11,15 @@ __all__ = ["add_parser", "cmd_capture"]
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
+    if args.repeat < 1 or args.timeout <= 0:
+        print("shadow capture: error: --repeat needs N >= 1 and --timeout S > 0")
+        return 2
     opts = CaptureOptions(
         legacy_root=Path(args.legacy_root), inputs=Path(args.inputs), out=Path(args.out),
         only=tuple(args.only or ()), jetbrains_classpath=args.jetbrains_classpath,
         repeat=args.repeat, timeout_s=args.timeout, node=args.node, java=args.java,
-        javac=args.javac, legacy_commit=args.legacy_commit)
+        javac=args.javac, legacy_commit=args.legacy_commit,
+        **({"noise_rules": Path(args.noise_rules)} if args.noise_rules else {}))
     try:
         result = capture(opts, progress=main_progress)
     except CaptureError as exc:
@@ -24,6 +28,12 @@ def cmd_capture(args: argparse.Namespace) -> int:
     written = sum(1 for o in result.outcomes if o.status != "capture-error")
     print(f"captured: {written} files for {len(result.manifest['scenarios'])} scenarios "
           f"under {opts.out}")
+    for learned, merged in result.noise:
+        print(f"noise rules: {len(learned.fields)} volatile fields; new (unreviewed): "
+              f"{', '.join(merged.added) or 'none'}; confirmed: {len(merged.confirmed)}; "
+              f"problems: {len(learned.problems)}")
+        for p in learned.problems:
+            print(f"noise problem: {p.scenario}/{p.file}: {p.what}")
     for o in result.capture_errors:
         print(f"capture failed: {o.scenario}/{o.file}: {o.error.get('reason')}")
     return 1 if result.capture_errors else 0
@@ -42,6 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     c.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="capture N times with other clocks and seeds and learn the noise "
                         "(default: 1)")
+    c.add_argument("--noise-rules", default=None, metavar="FILE",
+                   help="with --repeat: the reviewed noise rules to merge learned fields into "
+                        "(default: shadow/policy/noise.v1.json)")
     c.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="seconds per capture before it is killed (default: 120)")
     c.add_argument("--legacy-commit", default=None, metavar="SHA",

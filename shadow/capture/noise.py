@@ -168,7 +168,7 @@ def learn(pairs: Iterable[CapturePair]) -> Learned:
             problems.append(Problem(p.scenario, p.file, f"only the {which} run has this file"))
             continue
         if p.file == INPUT_FILE:
-            if not _same_doc(p.first, p.second):
+            if not _same_doc(_control_input(p.first), _control_input(p.second)):
                 problems.append(Problem(p.scenario, p.file, "the inputs differ between the "
                                         "runs: not a control run"))
             continue
@@ -208,6 +208,20 @@ def learn(pairs: Iterable[CapturePair]) -> Learned:
                                     "learned fields are neutralised (not a consistent "
                                     "renaming or clock shift)"))
     return Learned(fields, tuple(problems))
+
+
+def _control_input(doc: Any) -> Any:
+    """``input.json`` as two control runs must share it: the scenario and the exchanges,
+    less the reply timestamps our own scripted Desktop ``llmManager`` stamps from the run's
+    fake clock (the stub is the harness's, its clock the run's: not legacy behaviour)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("provider_responses"), list):
+        return doc
+    exchanges = []
+    for x in doc["provider_responses"]:
+        if isinstance(x, dict) and isinstance(x.get("response"), dict):
+            x = {**x, "response": {k: v for k, v in x["response"].items() if k != "timestamp"}}
+        exchanges.append(x)
+    return {**doc, "provider_responses": exchanges}
 
 
 def _same_doc(a: Any, b: Any) -> bool:

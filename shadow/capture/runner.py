@@ -7,8 +7,10 @@ code is the user's checkout, run where it lies — nothing of it is copied or bu
 
 The runner writes ``<out>/<scenario>/input.json`` (the input with ``provider_responses``
 as the legacy code asked for them), one ``legacy-capture/v1`` file per entry point, and
-``<out>/MANIFEST.json``; ``--repeat N`` writes repeats 2..N under ``<out>/.repeat-<k>/``
-with other clock origins and seeds and learns the noise rules from them.
+``<out>/MANIFEST.json``; ``--repeat N`` captures repeats 2..N into temporary folders with
+other clock origins and seeds, learns what differs from the first run and merges it into
+the noise rules (``--noise-rules``, default ``shadow/policy/noise.v1.json``; new rules are
+``reviewed: false`` until a person reviews them — docs/noise.md).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 from shadow.capture import jsjson
 from shadow.capture.manifest import manifest_document
+from shadow.capture.noise import Learned, Merged, update_policy
 from shadow.capture.plan import TARGETS, Job, Target, plan, seed_label
 
 __all__ = [
@@ -40,6 +43,7 @@ __all__ = [
 ]
 
 HARNESS = Path(__file__).resolve().parent / "harness"
+DEFAULT_NOISE_RULES = Path(__file__).resolve().parents[1] / "policy" / "noise.v1.json"
 BASE_MS = 1787227200000  # 2026-08-20T12:00:00.000Z
 REPEAT_SHIFT_MS = 86_400_000 + 4_321  # a later repeat's clock origin moves by this much
 
@@ -61,6 +65,7 @@ class CaptureOptions:
     java: str = "java"
     javac: str = "javac"
     legacy_commit: str | None = None
+    noise_rules: Path = DEFAULT_NOISE_RULES  # where --repeat merges what it learns
 
 
 @dataclass
@@ -79,10 +84,13 @@ class Outcome:
 class CaptureResult:
     outcomes: list[Outcome]
     manifest: dict[str, Any]
+    noise: list[tuple[Learned, Merged]] = field(default_factory=list)  # one per repeat >= 2
+    capture_errors_of_repeats: list[Outcome] = field(default_factory=list)
 
     @property
     def capture_errors(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.status == "capture-error"]
+        return [o for o in self.outcomes if o.status == "capture-error"] + list(
+            self.capture_errors_of_repeats)
 
 
 def legacy_commit(root: Path, override: str | None = None) -> str:
@@ -392,12 +400,20 @@ def capture(opts: CaptureOptions, progress: Callable[[str], None] | None = None
     _check_entries(root, jobs, opts.jetbrains_classpath)
     commit = legacy_commit(root, opts.legacy_commit)
     node = node_version(opts.node)
-    results: list[CaptureResult] = []
-    for k in range(1, max(1, opts.repeat) + 1):
-        out = opts.out if k == 1 else opts.out / f".repeat-{k}"
-        results.append(_capture_run(_Session(opts, commit, k, node), scenarios, listed, out,
-                                    node, say, opts.inputs))
-    return results[0]
+    first = _capture_run(_Session(opts, commit, 1, node), scenarios, listed, opts.out, node,
+                         say, opts.inputs)
+    for k in range(2, max(1, opts.repeat) + 1):
+        # a control run: other clock origin, other seeds; kept only until it is learned from
+        with tempfile.TemporaryDirectory(prefix=f"shadow-capture-repeat-{k}-") as tmp:
+            again = _capture_run(_Session(opts, commit, k, node), scenarios, listed, Path(tmp),
+                                 node, say, opts.inputs)
+            first.capture_errors_of_repeats.extend(again.capture_errors)
+            learned, merged = update_policy(opts.out, tmp, opts.noise_rules)
+        first.noise.append((learned, merged))
+        say(f"noise: repeat {k}: {len(learned.fields)} volatile fields, "
+            f"{len(merged.added)} new rules (unreviewed), {len(merged.confirmed)} confirmed, "
+            f"{len(learned.problems)} problems -> {opts.noise_rules}")
+    return first
 
 
 def _capture_run(session: _Session, scenarios: Sequence[tuple[str, Path]],

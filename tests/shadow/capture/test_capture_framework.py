@@ -152,3 +152,32 @@ def test_a_network_attempt_is_a_capture_error(root: Path, tmp_path: Path) -> Non
     assert code == 1
     assert "alpha/cli.compress.json: network-attempt" in out
     assert not (tmp_path / "out" / "alpha" / "cli.compress.json").exists()
+
+
+def test_repeat_learns_the_volatile_fields_into_unreviewed_rules(root: Path,
+                                                                 tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, alpha=["a", "b", "c"], beta=["x", "y", "z"])
+    rules = tmp_path / "noise.json"
+    code, out, _err = run_capture(root, inputs, tmp_path / "out", "--repeat", "2",
+                                  "--noise-rules", str(rules))
+    assert code == 0, out
+    doc = json.loads(rules.read_text(encoding="utf-8"))
+    learned = {(r["surface"], r["path"]): r for r in doc["rules"]}
+    # the stand-in's clock read and random id differ between the control runs; nothing else
+    assert set(learned) == {("cli.compress", "/output/stats/at"),
+                            ("cli.compress", "/output/stats/id")}
+    assert all(r["reviewed"] is False and r["evidence"]["scenarios"] == 2
+               for r in learned.values())
+    assert "new (unreviewed): NR-001, NR-002" in out
+    # the first run is the ordinary capture; the control run leaves nothing behind
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["MANIFEST.json", "alpha",
+                                                                    "beta"]
+    again = tmp_path / "again"
+    run_capture(root, inputs, again)
+    assert tree_bytes(again) == tree_bytes(tmp_path / "out")
+
+
+def test_bad_repeat_or_timeout_is_a_usage_error(root: Path, tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, alpha=["a"])
+    assert run_capture(root, inputs, tmp_path / "o", "--repeat", "0")[0] == 2
+    assert run_capture(root, inputs, tmp_path / "o", "--timeout", "0")[0] == 2
