@@ -33,10 +33,27 @@ def load(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def _parses(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
+def intact(fixture: dict[str, Any]) -> list[str]:
+    """The session file's whole lines: a crash scenario's last line may be torn (the crash
+    cut its end, its newline with it) — on disk it is a tail without ``\n``."""
+    lines = list(fixture["output"]["raw_jsonl_lines"])
+    return lines[:-1] if lines and not _parses(lines[-1]) else lines
+
+
 def install(tmp_path: Path, fixture: dict[str, Any]) -> tuple[JsonlSessionPort, str]:
     sid = fixture["options"]["sessionId"]
     port = JsonlSessionPort(tmp_path)
-    raw = "\n".join(fixture["output"]["raw_jsonl_lines"]) + "\n"
+    lines = fixture["output"]["raw_jsonl_lines"]
+    whole = intact(fixture)
+    raw = "".join(line + "\n" for line in whole) + "".join(lines[len(whole):])
     (tmp_path / f"{sid}.jsonl").write_bytes(raw.encode("utf-8"))
     return port, sid
 
@@ -66,12 +83,12 @@ def test_legacy_session_reads_verifies_and_replays(tmp_path: Path, path: Path) -
     fixture = load(path)
     port, sid = install(tmp_path, fixture)
     report = port.verify(sid)
-    assert report.status == "verified" and report.chained_events == len(
-        fixture["output"]["raw_jsonl_lines"]
-    )
+    whole = intact(fixture)
+    assert report.status == "verified" and report.chained_events == len(whole)
+    assert report.truncated_tail == (len(whole) < len(fixture["output"]["raw_jsonl_lines"]))
     snapshot = port.read_snapshot(sid)
     assert snapshot is not None
-    assert snapshot.head == json.loads(fixture["output"]["raw_jsonl_lines"][-1])["hash"]
+    assert snapshot.head == json.loads(whole[-1])["hash"]
     # the legacy capture shows messages without the ``_cc_replay`` provenance marker
     # (the CLI keeps it in a side table that plain JSON does not show)
     replayed = [
@@ -105,16 +122,17 @@ def test_kernel_compacts_a_legacy_session_without_breaking_its_chain(
     )
     assert receipt["status"] == "committed"
     after = (tmp_path / f"{sid}.jsonl").read_bytes()
-    assert after.startswith(before)  # history is appended to, never rewritten
+    kept = before[: before.rfind(b"\n") + 1]  # a torn tail is repaired, nothing else moves
+    assert after.startswith(kept)  # history is appended to, never rewritten
     report = verify_bytes(after)
     assert report.status == "verified" and report.head == receipt["newHead"]
-    line = after[len(before) :].decode("utf-8")
+    line = after[len(kept) :].decode("utf-8")
     assert line.endswith("\n") and line.count("\n") == 1
     assert js_stringify(json.loads(line)) == line[:-1]  # what JSON.stringify writes
     compact = json.loads(line)
     assert (
         compact["type"] == "compact"
-        and compact["prevHash"] == json.loads(fixture["output"]["raw_jsonl_lines"][-1])["hash"]
+        and compact["prevHash"] == json.loads(intact(fixture)[-1])["hash"]
     )
     assert legacy_replay(report.events) == items_to_messages(
         compact["data"]["canonical"]["outputItems"]
