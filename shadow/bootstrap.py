@@ -11,6 +11,8 @@ choice of adapter and its lifetime.
   reads: ``mode=ro``, nothing is ever created or altered), closed afterwards;
 * :func:`seeded_memory` / :func:`fresh_memory` — the naive in-memory memory port, from a
   snapshot or empty;
+* ``encode_event`` / ``verify_bytes`` — the JSONL store's hash-chain codec, for reading
+  and re-chaining legacy CLI session files without a store (``shadow import-sessions``);
 * :func:`session_store` — a SQLite or JSONL session store opened for the call
   (``read_only`` for reads such as ``reconcile``: the SQLite file is opened ``mode=ro`` and
   never created or altered; a JSONL read creates nothing either way).
@@ -24,13 +26,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
+from kernel.adapters.jsonl import chain as jsonl_chain
 from kernel.adapters.jsonl.session import JsonlSessionPort
 from kernel.adapters.sqlite.memory_store import SqliteMemoryPort
 from kernel.adapters.sqlite.session import SqliteSessionPort
 from kernel.canonical.digest import Profile
 from kernel.ports import MemoryPort, SessionContextPort
 
-__all__ = ["fresh_memory", "memory_store", "seeded_memory", "session_store"]
+__all__ = ["ChainReport", "encode_event", "fresh_memory", "memory_store", "seeded_memory",
+           "session_store", "verify_bytes"]
+
+#: the JSONL session store's hash-chain codec (one adapter's pure functions, wired here)
+ChainReport = jsonl_chain.ChainReport
+encode_event = jsonl_chain.encode_event
+verify_bytes = jsonl_chain.verify_bytes
 
 
 @contextlib.contextmanager

@@ -19,7 +19,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
         only=tuple(args.only or ()), jetbrains_classpath=args.jetbrains_classpath,
         repeat=args.repeat, timeout_s=args.timeout, node=args.node, java=args.java,
         javac=args.javac, legacy_commit=args.legacy_commit,
-        **({"noise_rules": Path(args.noise_rules)} if args.noise_rules else {}))
+        noise_rules=Path(args.noise_rules) if args.noise_rules else None,
+        keep_repeats=Path(args.keep_repeats) if args.keep_repeats else None)
     try:
         result = capture(opts, progress=main_progress)
     except CaptureError as exc:
@@ -53,8 +54,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="capture N times with other clocks and seeds and learn the noise "
                         "(default: 1)")
     c.add_argument("--noise-rules", default=None, metavar="FILE",
-                   help="with --repeat: the reviewed noise rules to merge learned fields into "
-                        "(default: shadow/policy/noise.v1.json)")
+                   help="with --repeat (required then): the reviewed noise rules to merge "
+                        "learned fields into, e.g. shadow/policy/noise.v1.json")
+    c.add_argument("--keep-repeats", default=None, metavar="DIR",
+                   help="with --repeat: keep the control runs in DIR/repeat-<k>/ "
+                        "(default: temporary, removed once learned from)")
     c.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="seconds per capture before it is killed (default: 120)")
     c.add_argument("--legacy-commit", default=None, metavar="SHA",

@@ -43,7 +43,6 @@ __all__ = [
 ]
 
 HARNESS = Path(__file__).resolve().parent / "harness"
-DEFAULT_NOISE_RULES = Path(__file__).resolve().parents[1] / "policy" / "noise.v1.json"
 BASE_MS = 1787227200000  # 2026-08-20T12:00:00.000Z
 REPEAT_SHIFT_MS = 86_400_000 + 4_321  # a later repeat's clock origin moves by this much
 
@@ -65,7 +64,8 @@ class CaptureOptions:
     java: str = "java"
     javac: str = "javac"
     legacy_commit: str | None = None
-    noise_rules: Path = DEFAULT_NOISE_RULES  # where --repeat merges what it learns
+    noise_rules: Path | None = None  # where --repeat merges what it learns (required then)
+    keep_repeats: Path | None = None  # keep the control runs here (repeat-<k>/), else temp
 
 
 @dataclass
@@ -398,6 +398,11 @@ def capture(opts: CaptureOptions, progress: Callable[[str], None] | None = None
     jobs = [j for n, p in scenarios
             for j in plan(n, json.loads(p.read_text(encoding="utf-8")), listed.get(n))]
     _check_entries(root, jobs, opts.jetbrains_classpath)
+    noise_file = opts.noise_rules
+    if opts.repeat > 1 and noise_file is None:
+        raise CaptureError("--repeat needs --noise-rules FILE: the reviewed rule file the "
+                           "learned fields are merged into (this project's: "
+                           "shadow/policy/noise.v1.json)")
     commit = legacy_commit(root, opts.legacy_commit)
     node = node_version(opts.node)
     first = _capture_run(_Session(opts, commit, 1, node), scenarios, listed, opts.out, node,
@@ -405,14 +410,16 @@ def capture(opts: CaptureOptions, progress: Callable[[str], None] | None = None
     for k in range(2, max(1, opts.repeat) + 1):
         # a control run: other clock origin, other seeds; kept only until it is learned from
         with tempfile.TemporaryDirectory(prefix=f"shadow-capture-repeat-{k}-") as tmp:
-            again = _capture_run(_Session(opts, commit, k, node), scenarios, listed, Path(tmp),
+            where = opts.keep_repeats / f"repeat-{k}" if opts.keep_repeats else Path(tmp)
+            again = _capture_run(_Session(opts, commit, k, node), scenarios, listed, where,
                                  node, say, opts.inputs)
             first.capture_errors_of_repeats.extend(again.capture_errors)
-            learned, merged = update_policy(opts.out, tmp, opts.noise_rules)
+            assert noise_file is not None
+            learned, merged = update_policy(opts.out, where, noise_file)
         first.noise.append((learned, merged))
         say(f"noise: repeat {k}: {len(learned.fields)} volatile fields, "
             f"{len(merged.added)} new rules (unreviewed), {len(merged.confirmed)} confirmed, "
-            f"{len(learned.problems)} problems -> {opts.noise_rules}")
+            f"{len(learned.problems)} problems -> {noise_file}")
     return first
 
 

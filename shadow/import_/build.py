@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from kernel.adapters.jsonl.chain import encode_event, verify_bytes
+from shadow.bootstrap import encode_event, verify_bytes
 from shadow.fixtures import CAPTURE_FORMAT, INPUT_FORMAT
 from shadow.import_.replay import Window, provenance, replay, strip_tags
 from shadow.import_.store import Event

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernel.adapters.jsonl.chain import verify_bytes
+from shadow.bootstrap import verify_bytes
 from shadow.boundary import read_regular
 from shadow.errors import InputError
 

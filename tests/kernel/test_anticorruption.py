@@ -102,6 +102,10 @@ PLANTED: dict[tuple[str, int], set[str]] = {
 
 #: The IDE candidate that carries a planted key, bearer JWT and password.
 PLANTED_CANDIDATE = ("ide-windows-paths-many-candidates", 3)
+# issue 15: a cloud key pair and a chat webhook pasted into a user message; the detectors
+# find the access key id (the 40-character secret key and the webhook URL have no rule:
+# a gap the capture found, noted in issue 15's closing note, not hidden here)
+PLANTED_USER = {("secrets-in-user-message", 1): {"secret.api_key.aws"}}
 
 
 def _fixture_messages() -> Iterator[tuple[str, int, str, str]]:
@@ -136,6 +140,8 @@ def test_no_false_positives_on_legacy_fixtures() -> None:
             continue
         if (scenario, index) in PLANTED and role not in ("tool_call", "ide_candidate"):
             continue
+        if (scenario, index) in PLANTED_USER and role == "user":
+            continue
         hits = [
             f for f in scan(text, trusted=False) if f.category is not FindingCategory.LOCAL_PATH
         ]
@@ -161,6 +167,15 @@ def test_planted_fixture_findings(scenario: str, index: int) -> None:
         assert out.neutralised
         assert out.text.startswith("[untrusted ")
         assert all(line.startswith("> ") for line in out.text.splitlines()[1:-1])
+
+
+def test_planted_user_message_findings() -> None:
+    for (scenario, index), rules in PLANTED_USER.items():
+        doc = json.loads((FIXTURES / scenario / "input.json").read_text(encoding="utf-8"))
+        assert doc["messages"][index]["role"] == "user"
+        text = doc["messages"][index]["content"]
+        assert {f.rule_id for f in scan(text, trusted=False)} == rules
+        assert "AKIAZ3EXAMPLE7QWERTY" not in redact_secrets(text)
 
 
 def test_planted_ide_candidate() -> None:

@@ -229,20 +229,36 @@ def test_replay_reproduces_every_bundled_capture() -> None:
     assert len(captures) >= 10
     for path in captures:
         out = json.loads(path.read_text(encoding="utf-8"))["output"]
+        lines = list(out["raw_jsonl_lines"])
+        torn = bool(lines) and not _parses(lines[-1])  # a crash tore the last line
         events = [Event(i, str(e.get("type")), e.get("timestamp"), e.get("data"))
-                  for i, e in enumerate(map(json.loads, out["raw_jsonl_lines"]), start=1)]
+                  for i, e in enumerate(map(json.loads, lines[:-1] if torn else lines),
+                                        start=1)]
         assert replay(events) == out["rebuildMessages"], path
         verified = replay(events, verified=True)
-        assert strip_tags(verified) == out["readVerifiedMessages"], path
-        assert provenance(verified) == out["readVerifiedMessages_provenance"], path
+        if torn:  # the legacy store refuses to read an unverified, torn transcript
+            assert out["readVerifiedMessages"] is None, path
+        else:
+            assert strip_tags(verified) == out["readVerifiedMessages"], path
+            assert provenance(verified) == out["readVerifiedMessages_provenance"], path
         written = [w for w in windows(events)
                    if events[w.compact].data.get("trigger") != "resume-fixture"]
-        assert len(written) == len(out["steps"]), path
-        for window, step in zip(written, out["steps"], strict=True):
+        # a step whose compaction was cancelled, raced or blocked appended nothing
+        settled = [st for st in out["steps"] if st.get("settlement")]
+        assert len(written) == len(settled), path
+        for window, step in zip(written, settled, strict=True):
             assert strip_tags(window.messages) == step["rebuildMessages_before"], path
             assert provenance(window.messages) == step["readVerifiedMessages_before_provenance"]
             after = replay(events[: window.compact + 1], verified=True)
             assert strip_tags(after) == step["readVerifiedMessages_after"], path
+
+
+def _parses(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def test_every_detector_class_has_a_canary() -> None:

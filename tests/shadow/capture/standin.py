@@ -72,3 +72,14 @@ def tree_bytes(out: Path) -> dict[str, bytes]:
 
 def files_of(out: Path, scenario: str) -> Sequence[str]:
     return sorted(p.name for p in (out / scenario).iterdir())
+
+
+def repeat_args(work: Path) -> tuple[str, ...]:
+    """``--repeat 2`` with its rule file and the control run kept under ``work``."""
+    return ("--repeat", "2", "--noise-rules", str(work / "noise.v1.json"),
+            "--keep-repeats", str(work / "repeats"))
+
+
+def second_run(work: Path) -> Path:
+    """Where :func:`repeat_args` keeps the control run."""
+    return work / "repeats" / "repeat-2"

@@ -181,3 +181,17 @@ def test_bad_repeat_or_timeout_is_a_usage_error(root: Path, tmp_path: Path) -> N
     inputs = _inputs(tmp_path, alpha=["a"])
     assert run_capture(root, inputs, tmp_path / "o", "--repeat", "0")[0] == 2
     assert run_capture(root, inputs, tmp_path / "o", "--timeout", "0")[0] == 2
+
+
+def test_repeat_needs_a_rule_file_and_can_keep_its_control_run(root: Path,
+                                                              tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, alpha=["a", "b"])
+    code, out, _err = run_capture(root, inputs, tmp_path / "o", "--repeat", "2")
+    assert code == 2 and "--noise-rules" in out and not (tmp_path / "o").exists()
+    code, _out, _err = run_capture(root, inputs, tmp_path / "o", "--repeat", "2",
+                                   "--noise-rules", str(tmp_path / "n.json"),
+                                   "--keep-repeats", str(tmp_path / "keep"))
+    assert code == 0
+    kept = read_capture(tmp_path / "keep" / "repeat-2", "alpha", "cli.compress.json")
+    assert kept["determinism"]["random"]["seed_label"] == "cli.compress:alpha#repeat2"
+    assert kept["determinism"]["clock"]["base_ms"] != 1787227200000

@@ -26,7 +26,9 @@ from tests.shadow.capture.standin import (
     needs_java,
     needs_node,
     read_capture,
+    repeat_args,
     run_capture,
+    second_run,
     tree_bytes,
     write_input,
     write_tree,
@@ -335,19 +337,18 @@ def test_a_throw_is_recorded_behaviour(legacy: tuple[Path, Path], tmp_path: Path
 def test_deterministic_and_repeat_shifted(legacy: tuple[Path, Path], tmp_path: Path) -> None:
     inputs = _inputs(tmp_path, clock={**CENTER, "workspaceId": "CLOCK"}, center=CENTER)
     _capture(legacy, inputs, tmp_path / "a")
-    _capture(legacy, inputs, tmp_path / "b", "--repeat", "2")
+    _capture(legacy, inputs, tmp_path / "b", *repeat_args(tmp_path))
     first = tree_bytes(tmp_path / "a")
-    second = {k: v for k, v in tree_bytes(tmp_path / "b").items()
-              if not k.startswith(".repeat-")}
+    second = tree_bytes(tmp_path / "b")
     assert first == second
     vs = read_capture(tmp_path / "a", "clock", "vscode.context-center.json")
     assert vs["output"]["at"] == BASE_MS                   # the fake clock, frozen
-    again = read_capture(tmp_path / "b" / ".repeat-2", "clock", "vscode.context-center.json")
+    again = read_capture(second_run(tmp_path), "clock", "vscode.context-center.json")
     assert again["output"]["at"] == BASE_MS + REPEAT_SHIFT_MS
     assert again["determinism"]["random"]["seed_label"] == "vscode.context-center:clock#repeat2"
     assert again["output"]["nonce"] != vs["output"]["nonce"]
     rel = "clock/jetbrains.context-center.json"              # a pure function: unchanged
-    assert (tmp_path / "b" / ".repeat-2" / rel).read_bytes() == first[rel]
+    assert (second_run(tmp_path) / rel).read_bytes() == first[rel]
 
 
 def test_selfcheck_block(legacy: tuple[Path, Path], tmp_path: Path) -> None:

@@ -14,7 +14,9 @@ from typing import Any
 from tests.shadow.capture.standin import (
     needs_node,
     read_capture,
+    repeat_args,
     run_capture,
+    second_run,
     tree_bytes,
     write_input,
     write_tree,
@@ -277,13 +279,14 @@ def test_persisted_stores_and_replica(tmp_path: Path) -> None:
 
 
 def test_reruns_identical_and_repeat_moves_the_clock(tmp_path: Path) -> None:
-    code, se, out = _capture(tmp_path / "a", BASIC + REPLICA, "mem", "--repeat", "2")
+    code, se, out = _capture(tmp_path / "a", BASIC + REPLICA, "mem", *repeat_args(tmp_path / "a"))
     assert code == 0, se
-    code2, se2, out2 = _capture(tmp_path / "b", BASIC + REPLICA, "mem", "--repeat", "2")
+    code2, se2, out2 = _capture(tmp_path / "b", BASIC + REPLICA, "mem",
+                                *repeat_args(tmp_path / "b"))
     assert code2 == 0, se2
     assert tree_bytes(out) == tree_bytes(out2)
     first = read_capture(out, "mem", FILE)
-    second = read_capture(out / ".repeat-2", "mem", FILE)
+    second = read_capture(second_run(tmp_path / "a"), "mem", FILE)
     assert second["determinism"]["clock"]["base_ms"] != BASE_MS
     start = second["determinism"]["injected_now"]["start_ms"]
     assert start == second["determinism"]["clock"]["base_ms"] + 1000
