@@ -300,10 +300,13 @@ def compare_memory(a: Projection, b: Projection) -> list[tuple[str, tuple[str, .
                 "baseline": "missing"}, None))
             continue
         if oa.status != other.status:
+            asked = other.detail.get("selector") if isinstance(other.detail, Mapping) else None
+            scope = asked.get("scope") if isinstance(asked, Mapping) else None
             out.append(("memory.state_mismatch", tuple(sorted(rootset(oa.created, la)
                                                               | rootset(other.created, lb))), {
                 "index": oa.index, "op": oa.op, "candidate": oa.status, "baseline": other.status,
-                "candidate_error": oa.error, "baseline_error": other.error}, None))
+                "candidate_error": oa.error, "baseline_error": other.error,
+                **({"scope": scope} if isinstance(scope, str) else {})}, None))
             continue
         ea = rootset((*oa.created, *oa.updated), la)
         eb = rootset((*other.created, *other.updated), lb)
@@ -350,8 +353,12 @@ def compare_memory(a: Projection, b: Projection) -> list[tuple[str, tuple[str, .
     if narrower:
         out.append(("memory.scope_expanded", tuple(narrower), {"wider_side": "b"}, None))
     if state or only:
+        # the scopes of records only one side holds (what an intended rule can name)
+        scopes = sorted({str(r.scope) for rid in only for r in (ra.get(rid) or rb.get(rid),)
+                         if r is not None})
         out.append(("memory.state_mismatch", tuple(state + only),
-                    {"state_differs": len(state), "one_side_only": len(only)}, None))
+                    {"state_differs": len(state), "one_side_only": len(only),
+                     **({"one_side_scopes": ",".join(scopes)} if only else {})}, None))
     if lowered:
         out.append(("memory.sensitivity_lowered", tuple(lowered), {"count": len(lowered)}, None))
     return out

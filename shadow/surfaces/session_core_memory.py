@@ -109,12 +109,26 @@ def _op(st: _State, raw: Mapping[str, Any]) -> MemOp:
     return replace(mop, detail={**mop.detail, "store": store})
 
 
+def _asked_selector(op: str, args: Any) -> dict[str, Any] | None:
+    """The scope an operation asked for, read from its arguments as the ``ok`` branches
+    read them (``add``/``recall``/``list``: ``{scope, scopeId}``; ``clearScope``:
+    ``[scope, scopeId]``); None for operations without one."""
+    if op in ("add", "recall", "list") and isinstance(args, Mapping):
+        return {"scope": args.get("scope"), "scope_id": args.get("scopeId")}
+    if op == "clearScope" and isinstance(args, list):
+        return {"scope": args[0] if args else None,
+                "scope_id": args[1] if len(args) > 1 else None}
+    return None
+
+
 def _op_in(st: _State, i: int, op: str, store: str | None, args: Any, result: Any,
            error: Any, raw: Mapping[str, Any]) -> MemOp:
     if op == "consolidate":
         return _consolidate(st, i, op, args, result, error, store)
-    if error is not None:
-        return MemOp(i, op, "error", error=error_category(error))
+    if error is not None:  # what was asked does not depend on how the legacy answered
+        asked = _asked_selector(op, args)
+        return MemOp(i, op, "error", error=error_category(error),
+                     detail={"selector": asked} if asked else {})
     if op == "add" and isinstance(result, Mapping):
         ident = record_id(st.scenario, i)
         st.ids[str(result.get("id"))] = ident
