@@ -28,7 +28,7 @@ from kernel.packets.profiles import auto_compact_tokens, resolve_profile
 from kernel.planning.tokens import cjk_estimate
 from shadow import memory_candidate
 from shadow.boundary import load_path, mapping_at
-from shadow.canonical import Canon, CanonItem, scope_id_of
+from shadow.canonical import Canon, CanonItem, headless_persisted, scope_id_of
 from shadow.compaction_harness import AdvancingPort
 from shadow.divergence.provenance import text_sketches
 from shadow.errors import InputError, SideEffectError
@@ -298,8 +298,12 @@ class KernelCandidate:
         assert session is not None
         sid = scope_id_of(canon.name)
         seqs = [q for b in session.batches for q in range(*b)]
-        items = tuple(_from_canon(ci, sid).item for ci in session.items_for(seqs))
-        return replace(src, status="ok", error=None, items=items, dropped=())
+        offered = session.items_for(seqs)
+        kept = headless_persisted(offered)
+        items = tuple(_from_canon(ci, sid).item for ci in offered if ci.item_id in kept)
+        dropped = tuple(Drop(ci.item_id, "not_persisted", None, False) for ci in offered
+                        if ci.item_id not in kept)
+        return replace(src, status="ok", error=None, items=items, dropped=dropped)
 
     # -- IDE context center --------------------------------------------------------------
     def _ide(self, canon: Canon, capture: Capture) -> Projection:

@@ -521,3 +521,29 @@ def canonicalize(name: str, doc: Mapping[str, Any]) -> Canon:
     if doc.get("context_center"):
         return Canon(name, "ide", doc, ide=canonical_ide(name, doc))
     return Canon(name, "messages", doc, session=canonical_session(name, doc))
+
+
+def headless_persisted(items: Sequence[CanonItem]) -> set[str]:
+    """The input items the CLI's JSONL store keeps as messages when no compact event holds
+    them (LEGACY.md, the headless runner's turn projection): user messages, one assistant
+    message per turn (its last plain, non-empty text without tool calls) and a durable
+    summary seeded as a prior compaction; tool calls, tool results, intermediate assistant
+    text and host system prompts are events or nothing, never replayed as messages."""
+    with_calls = {ci.item_id.rsplit(".c", 1)[0] for ci in items if ci.legacy_tool_id
+                  and ci.role == "assistant"}
+    keep: set[str] = set()
+    last_text: str | None = None
+    for ci in items:
+        if ci.role == "user":
+            if last_text:
+                keep.add(last_text)
+            last_text = None
+            keep.add(ci.item_id)
+        elif ci.role == "assistant" and not ci.legacy_tool_id and ci.content \
+                and ci.item_id not in with_calls:
+            last_text = ci.item_id
+        elif ci.role == "system" and ci.detail.get("prior"):
+            keep.add(ci.item_id)
+    if last_text:
+        keep.add(last_text)
+    return keep

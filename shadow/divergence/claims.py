@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kernel.planning.partitions import KIND_PARTITION
-from shadow.canonical import Canon, CanonItem
+from shadow.canonical import Canon, CanonItem, headless_persisted
 from shadow.divergence import Violation
 from shadow.projection import Drop, Projection
 
@@ -124,6 +124,13 @@ class _Ctx:
         self.limits: Mapping[str, Any] = limits if isinstance(limits, Mapping) else {}
         self.ide = canon.ide
         self.candidate = p.producer == "candidate"
+        self._persisted: set[str] | None = None
+
+    def persisted(self) -> set[str]:
+        """The offered items a JSONL store keeps as messages without a compact event."""
+        if self._persisted is None:
+            self._persisted = headless_persisted([self.cis[i] for i in self.offered])
+        return self._persisted
 
     def msg(self, item_id: str) -> Any:
         ci = self.cis.get(item_id)
@@ -238,6 +245,8 @@ def _drop(ctx: _Ctx, d: Drop) -> Verdict:
         if not ctx.p.surface.startswith(SESSION_STORES):
             return _v(d, FALSIFIED, "not_a_session_store")
         ok = ci.role == "system" and ci.trust in ("host", "verified")
+        if not ok:  # never a message in the store's turn projection (tool calls, results…)
+            ok = d.id not in ctx.persisted()
         return _v(d, VERIFIED if ok else FALSIFIED, "not_host_policy")
     if reason == "sink_denied":
         ok = ci.sensitivity in ("secret", "restricted")

@@ -87,8 +87,9 @@ def adapt(canon: Canon, capture: Capture, siblings: Mapping[str, Capture] | None
     drops = infer_drops(sources, match, session, steps, own, pair_repair=True)
     by_id = session.by_id
     drops = [replace(d, reason="not_persisted", legacy_reason="not-persisted")
-             if by_id.get(d.id) and by_id[d.id].role == "system"
-             and not by_id[d.id].detail.get("prior") else d for d in drops]
+             if (by_id.get(d.id) and by_id[d.id].role == "system"
+                 and not by_id[d.id].detail.get("prior")) or not written else d
+             for d in drops]  # with no compact event, what is missing was never a message
     with_covers(match, drops, {it.item_id: it.trust for it in session.items},
                 {it.item_id: it.sensitivity for it in session.items})
     verify = mapping_at(out, "verifySession")

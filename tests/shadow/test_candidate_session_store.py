@@ -44,3 +44,26 @@ def test_a_raced_compact_commit_leaves_the_history_unchanged() -> None:
     assert not [it for it in p.items if it.origin == "derived"]  # no summary committed
     assert {d.reason for d in p.dropped} <= {"not_persisted"}
     assert not _baseline_codes("session-store-cas-race") & {"item.missing_in_candidate"}
+
+
+def test_nothing_committed_means_both_sides_read_the_stores_turn_projection() -> None:
+    for name in ("provider-cancelled-long-session", "session-store-cas-race"):
+        against = [d for d in live(name).divergences if d.surface == JSONL
+                   and d.attribution in ("candidate", "both", "none")
+                   and d.severity in ("major", "blocking")]
+        assert against == [], name
+
+
+def test_the_turn_projection_keeps_users_and_each_turns_last_plain_text() -> None:
+    from shadow.canonical import CanonItem, headless_persisted
+
+    def item(mid: str, role: str, content: str = "x", tool: str | None = None,
+             **detail: str) -> CanonItem:
+        return CanonItem(item_id=mid, kind="message", seq=0, role=role, content=content,
+                         digest="", trust="user", sensitivity="internal",
+                         legacy_tool_id=tool, detail=detail)
+    items = [item("m0", "system"), item("m1", "user"), item("m2", "assistant", "thinking"),
+             item("m3", "assistant", "calling"), item("m3.c1", "assistant", tool="t1"),
+             item("m4", "tool", tool="t1"), item("m5", "assistant", "done"),
+             item("m6", "assistant", ""), item("m7", "user"), item("m8", "system", prior="s")]
+    assert headless_persisted(items) == {"m1", "m5", "m7", "m8"}
