@@ -5,6 +5,7 @@ provider-cancelled-long-session and session-store-cas-race captures)."""
 from __future__ import annotations
 
 from shadow.candidate import AdvancingPort, _kernel_cas_commits
+from shadow.canonical import CanonItem, headless_persisted
 from shadow.projection import Projection
 from tests.shadow._mutate import live
 
@@ -55,8 +56,6 @@ def test_nothing_committed_means_both_sides_read_the_stores_turn_projection() ->
 
 
 def test_the_turn_projection_keeps_users_and_each_turns_last_plain_text() -> None:
-    from shadow.canonical import CanonItem, headless_persisted
-
     def item(mid: str, role: str, content: str = "x", tool: str | None = None,
              **detail: str) -> CanonItem:
         return CanonItem(item_id=mid, kind="message", seq=0, role=role, content=content,

@@ -6,9 +6,14 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from shadow import intended
+from shadow.candidate import KernelCandidate
 from shadow.divergence import consistency
 from shadow.divergence.invariants import _provider as provider_invariants
 from shadow.projection import PItem, Projection, ProviderOutcome
+from shadow.replay import replay_fixture
+from shadow.run import apply_intended
+from tests.shadow._mutate import scenario
 
 OK = ProviderOutcome("committed", requests=1, recorded=1, degraded=False, usage="known",
                      truth="ok")
@@ -50,3 +55,15 @@ def test_reconciliation_after_a_failed_call_is_not_masking() -> None:
                            provider=ProviderOutcome("committed", requests=1, degraded=False,
                                                     truth="error"))
     assert _masked(provider_invariants(committed, {}))  # committing a failure still is
+
+
+def test_a_definite_provider_refusal_settles_with_no_usage_by_design() -> None:
+    """provider-failure-rate-limited: a 429 the provider answered — the kernel degrades with
+    usage none, the legacy says unknown; reviewed rule ID-020, nothing else matches it."""
+    r = replay_fixture(scenario("provider-failure-rate-limited"), KernelCandidate())
+    judged = apply_intended(list(r.divergences), intended.load())
+    usage = [d for d in judged if d.reason_code == "provider.usage_unknown_masked"]
+    assert usage and {d.detail.get("intended_rule") for d in usage} == {"ID-020"}
+    r = replay_fixture(scenario("windows-paths"), KernelCandidate())  # a connect failure
+    judged = apply_intended(list(r.divergences), intended.load())
+    assert "ID-020" not in {d.detail.get("intended_rule") for d in judged}
