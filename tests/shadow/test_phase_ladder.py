@@ -1,10 +1,15 @@
 """``shadow run --phase N`` answers what ``shadow gate --phase N --platforms <this>`` answers
 on the run's own evidence, for every phase, on the bundled corpus and on a broken
-candidate; and the run's cases, JUnit and banner agree with that one failure rule."""
+candidate; and the run's cases, JUnit and banner agree with that one failure rule.
+
+The ladder's mechanics are checked on the bundled corpus less the scenarios with a known,
+named finding against the live kernel (``FINDINGS``: a NO-GO the evidence shows, kept in
+the corpus and asserted as such below), so that phases 0 and 1 pass there."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +24,42 @@ FIXTURES = ROOT / "fixtures"
 RECORDINGS = ROOT / "recordings"
 PHASES = range(6)
 THIS = evidence.platform_name()
+#: cases failing phase 1 on the live kernel, by design of the evidence (issue 15): on a long
+#: Desktop session the kernel summarizes where the Desktop truncates first, and asks a
+#: provider the legacy never asked — an unrecorded request, §16 shadow.side_effect
+FINDINGS = {("provider-cancelled-long-session", "desktop.compress")}
+#: cases failing at ``major`` (phase 2 on) on the live kernel: after a crash tore the last
+#: event, the kernel verifies the whole lines and compacts the recovered session where the
+#: legacy store refuses to read it until its next append repairs the tail
+FINDINGS_MAJOR = {("session-store-crash-torn-tail", "cli.jsonl-session")}
 
 
 @pytest.fixture(scope="module")
-def broken_candidate(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled fixtures without the scenarios of ``FINDINGS`` (manifest filtered)."""
+    dst = tmp_path_factory.mktemp("corpus") / "fixtures"
+    dst.mkdir()
+    skip = {f for f, _s in FINDINGS}
+    manifest = json.loads((FIXTURES / "MANIFEST.json").read_text(encoding="utf-8"))
+    manifest["scenarios"] = [s for s in manifest["scenarios"] if s["id"] not in skip]
+    manifest["errored"] = [e for e in manifest["errored"] if e["scenario"] not in skip]
+    for s in manifest["scenarios"]:
+        shutil.copytree(FIXTURES / s["id"], dst / s["id"])
+    for extra in FIXTURES.glob("_*.json"):
+        shutil.copyfile(extra, dst / extra.name)
+    (dst / "MANIFEST.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                                       encoding="utf-8")
+    return dst
+
+
+@pytest.fixture(scope="module")
+def broken_candidate(tmp_path_factory: pytest.TempPathFactory, corpus: Path) -> Path:
     """The live kernel, recorded, then made to alter one tool result on two CLI surfaces:
     a ``major`` divergence against the candidate (``alteration.unjustified``) — GO where
     only blocking fails a case (phase 1), NO-GO where CLI cases fail at ``major``."""
     base = tmp_path_factory.mktemp("broken")
     folder = base / "cand"
-    assert main(["run", "--fixtures", str(FIXTURES), "--recordings", str(RECORDINGS),
+    assert main(["run", "--fixtures", str(corpus), "--recordings", str(RECORDINGS),
                  "--out", str(base / "rec"), "--record-candidate", str(folder),
                  "--skip-determinism"]) in (0, 1)
     changed = 0
@@ -44,9 +75,9 @@ def broken_candidate(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _run_and_gate(out: Path, phase: int, *extra: str,
-                  capsys: pytest.CaptureFixture[str]) -> tuple[int, int, dict[str, Any]]:
-    ran = main(["run", "--fixtures", str(FIXTURES), "--recordings", str(RECORDINGS),
+def _run_and_gate(out: Path, phase: int, *extra: str, capsys: pytest.CaptureFixture[str],
+                  fixtures: Path = FIXTURES) -> tuple[int, int, dict[str, Any]]:
+    ran = main(["run", "--fixtures", str(fixtures), "--recordings", str(RECORDINGS),
                 "--out", str(out), "--phase", str(phase), *extra])
     capsys.readouterr()
     gated = main(["gate", "--phase", str(phase), "--platforms", THIS, str(out)])
@@ -58,27 +89,42 @@ def _run_and_gate(out: Path, phase: int, *extra: str,
 
 @pytest.mark.parametrize("phase", PHASES)
 def test_run_exit_code_equals_the_gate_on_its_own_evidence(
-        tmp_path: Path, phase: int, capsys: pytest.CaptureFixture[str]) -> None:
-    ran, gated, report = _run_and_gate(tmp_path / "o", phase, capsys=capsys)
+        tmp_path: Path, phase: int, corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ran, gated, report = _run_and_gate(tmp_path / "o", phase, capsys=capsys, fixtures=corpus)
     assert ran == gated, report["ladder"][phase]["reasons"]
     assert report["verdict"] == ("GO" if ran == 0 else "NO-GO")
     assert report["ladder"][phase]["verdict"] == report["verdict"]
-    # the bundled corpus passes phases 0 and 1 on the live kernel
+    # the corpus without the named findings passes phases 0 and 1 on the live kernel
     assert (ran == 0) == (phase <= 1)
+
+
+def test_the_bundled_corpus_fails_phase_1_on_exactly_its_named_findings(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ran, gated, report = _run_and_gate(tmp_path / "o", 1, capsys=capsys)
+    assert ran == gated == 1
+    failing = {(c["fixture"], c["surface"]) for c in report["cases"] if c["outcome"] == "fail"}
+    assert failing == FINDINGS
+    codes_ = {d["reason_code"] for d in report["divergences"]
+              if (d["fixture"], d["surface"]) in FINDINGS and d["severity"] == "blocking"}
+    assert codes_ == {"shadow.side_effect"}
+    ran, gated, report = _run_and_gate(tmp_path / "o2", 2, capsys=capsys)
+    assert ran == gated == 1
+    failing = {(c["fixture"], c["surface"]) for c in report["cases"] if c["outcome"] == "fail"}
+    assert failing == FINDINGS | FINDINGS_MAJOR
 
 
 @pytest.mark.parametrize("phase", PHASES)
 def test_a_broken_candidate_exit_code_equals_the_gate_too(
-        tmp_path: Path, phase: int, broken_candidate: Path,
+        tmp_path: Path, phase: int, broken_candidate: Path, corpus: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     ran, gated, report = _run_and_gate(tmp_path / "o", phase, "--candidate",
-                                       str(broken_candidate), capsys=capsys)
+                                       str(broken_candidate), capsys=capsys, fixtures=corpus)
     assert ran == gated
     failing = {(c["fixture"], c["surface"]) for c in report["cases"] if c["outcome"] == "fail"}
     if phase >= 2:  # CLI cases fail at major from phase 2 on
         assert ran == 1
         assert failing == {("pending-approval", "cli.compress"),
-                           ("pending-approval", "cli.jsonl-session")}
+                           ("pending-approval", "cli.jsonl-session")} | FINDINGS_MAJOR
         codes_ = {r["code"] for r in report["ladder"][phase]["reasons"]}
         assert "policy.divergence_threshold" in codes_
     else:
@@ -94,15 +140,17 @@ def test_a_broken_candidate_exit_code_equals_the_gate_too(
 
 
 def test_the_ladder_lists_what_each_phase_still_needs(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--out", str(tmp_path / "o"), "--phase", "2"]) == 1
+        tmp_path: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--fixtures", str(corpus), "--out", str(tmp_path / "o"),
+                 "--phase", "2"]) == 1
     text = capsys.readouterr().out
     report = json.loads((tmp_path / "o" / "report.json").read_text(encoding="utf-8"))
     assert [s["verdict"] for s in report["ladder"]] == ["GO", "GO", "NO-GO", "NO-GO",
                                                        "NO-GO", "NO-GO"]
     two = report["ladder"][2]
     assert any("attach JUnit XML" in a and "--attach" in a for a in two["to_reach"])
-    assert any(a.startswith("add ") and "session-core" in a for a in two["to_reach"])
+    # the corpus meets every floor of phases 1-3 (issue 15): nothing asks for more fixtures
+    assert not [a for r in report["ladder"][:4] for a in r["to_reach"] if a.startswith("add ")]
     assert "phases: 0 GO  1 GO  2 NO-GO" in text and "verdict: NO-GO (phase 2)" in text
     md = (tmp_path / "o" / "report.md").read_text(encoding="utf-8")
     assert "### Phase ladder" in md and "**To reach phase 2**" in md
