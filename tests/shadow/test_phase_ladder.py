@@ -18,22 +18,13 @@ import pytest
 from shadow import evidence
 from shadow.cli import main
 from shadow.gates import policy, rule
+from tests.shadow.findings import FINDINGS, FINDINGS_MAJOR
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 RECORDINGS = ROOT / "recordings"
 PHASES = range(6)
 THIS = evidence.platform_name()
-#: cases failing phase 1 on the live kernel, by design of the evidence (issue 15): on a long
-#: Desktop session the kernel summarizes where the Desktop truncates first, and asks a
-#: provider the legacy never asked — an unrecorded request, §16 shadow.side_effect
-FINDINGS = {("provider-cancelled-long-session", "desktop.compress")}
-#: cases failing at ``major`` (phase 2 on) on the live kernel: after a crash tore the last
-#: event, the kernel verifies the whole lines and compacts the recovered session where the
-#: legacy store refuses to read it until its next append repairs the tail
-FINDINGS_MAJOR = {("session-store-crash-torn-tail", "cli.jsonl-session")}
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled fixtures without the scenarios of ``FINDINGS`` (manifest filtered)."""
