@@ -17,6 +17,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         surfaces=tuple(args.surface or ()), candidate=args.candidate,
         record_candidate=args.record_candidate, waivers=args.waivers,
         intended=args.intended, jobs=args.jobs,
+        **({"noise": args.noise} if args.noise else {}),
         policy=args.policy, inventory=args.inventory, attach=tuple(args.attach or ()),
         previous=args.previous, determinism=not args.skip_determinism,
         progress=TerminalProgress(),
@@ -105,6 +106,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     r.add_argument("--intended", default=None, metavar="FILE",
                    help="intended-difference rules (default: the bundled "
                         "shadow/policy/intended-differences.v1.json)")
+    r.add_argument("--noise", default=None, metavar="FILE",
+                   help="reviewed noise rules (shadow-noise-rules/v1, docs/noise.md; default: "
+                        "the bundled shadow/policy/noise.v1.json)")
     r.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes for the replay (default: 1; at least 1)")
     r.add_argument("--policy", default=None, metavar="FILE",

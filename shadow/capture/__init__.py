@@ -4,7 +4,9 @@
 * ``runner`` — one Node (or Java) subprocess per capture, deterministic, sandboxed;
 * ``manifest`` — the capture folder's ``MANIFEST.json``;
 * ``jsjson`` — ``JSON.stringify(value, null, 2)`` in Python (the files' byte format);
+* ``noise`` — control vs control: learn the volatile fields of two runs into noise rules;
+* ``command`` — the ``shadow capture`` argument wiring;
 * ``harness/`` — this project's own Node and Java driver files (no legacy code).
 """
 
-__all__ = ["jsjson", "manifest", "plan", "runner"]
+__all__ = ("command", "jsjson", "manifest", "noise", "plan", "runner")

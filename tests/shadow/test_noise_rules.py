@@ -19,6 +19,7 @@ import pytest
 from shadow import noise_rules
 from shadow.candidate import KernelCandidate
 from shadow.capture.noise import CapturePair, Learned, learn, merge, update_policy
+from shadow.cli import main
 from shadow.errors import InputError
 from shadow.fixtures import load_corpus
 from shadow.noise_rules import (
@@ -468,3 +469,12 @@ def test_the_run_reports_applied_rules_and_stays_byte_identical(tmp_path: Path) 
     assert any(line.startswith("noise rules applied: ") for line in a.lines)
     assert "noise rules unreviewed" not in "\n".join(a.lines)
 
+
+
+def test_run_takes_a_noise_file_and_a_broken_one_is_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "noise.json"
+    bad.write_text('{"schema": "shadow-noise-rules/v1", "rules": [{"id": 1}]}', encoding="utf-8")
+    out = tmp_path / "o"
+    assert main(["run", "--fixtures", str(FIXTURES), "--out", str(out), "--noise", str(bad),
+                 "--surface", "vscode.*"]) == 2
+    assert not out.exists()

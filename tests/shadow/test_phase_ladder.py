@@ -102,6 +102,10 @@ def test_the_bundled_corpus_fails_phase_1_on_exactly_its_named_findings(
     assert ran == gated == 1
     failing = {(c["fixture"], c["surface"]) for c in report["cases"] if c["outcome"] == "fail"}
     assert failing == FINDINGS | FINDINGS_MAJOR
+    # issue 15: the corpus meets every surface's floor for phases 1-3
+    insufficient = [r for step in report["ladder"][:4] for r in step["reasons"]
+                    if r["code"] == "evidence.insufficient"]
+    assert insufficient == []
 
 
 @pytest.mark.parametrize("phase", PHASES)
