@@ -3,7 +3,7 @@
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
-const { main, importLegacy, envFlags, header, det } = require("./common.cjs");
+const { main, importLegacy, envFlags, header, det, callRecords } = require("./common.cjs");
 
 const ENTRY = "packages/cli/src/harness/prompt-compressor.js#PromptCompressor.compress";
 const VERIFIED = "input.messages, each mapped through session-message-provenance.decodeVerifiedPersistedMessage (CLI verified-resume path)";
@@ -59,12 +59,7 @@ main(async (req) => {
     diagnostics: last.diagnostics,
   };
   if (followups.length) {
-    capture.calls = calls.map((c) => ({
-      call: c.k + 1,
-      input_binding: c.k === 0 ? "input.messages" : `calls[${c.k - 1}].output.messages ++ input.followup_messages[${c.k - 1}]`,
-      output: c.output, output_provenance: c.output_provenance, diagnostics: c.diagnostics,
-      error: c.error,
-    }));
+    capture.calls = callRecords(calls, ["output", "output_provenance", "diagnostics"]);
   }
   capture.error = last.error;
   return { capture, exchanges: [] };

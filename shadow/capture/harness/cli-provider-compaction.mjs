@@ -6,7 +6,7 @@
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
-const { main, importLegacy, envFlags, header, det } = require("./common.cjs");
+const { main, importLegacy, envFlags, header, det, describe, callRecords } = require("./common.cjs");
 
 const MODULE = "packages/cli/src/harness/provider-backed-compaction.js";
 const ENTRY = `${MODULE}#compactConversationWithProvider`;
@@ -19,18 +19,6 @@ function hasReplayTag(messages) {
   return (messages || []).some((m) => m && typeof m === "object" && m._cc_replay !== undefined);
 }
 
-/** What was passed, as JSON: functions and undefined described as strings. */
-function describe(value) {
-  if (value === undefined) return "[undefined]";
-  if (typeof value === "function") return `[Function ${value.name || "anonymous"}]`;
-  if (Array.isArray(value)) return value.map(describe);
-  if (value && typeof value === "object") {
-    const out = {};
-    for (const [k, v] of Object.entries(value)) out[k] = describe(v);
-    return out;
-  }
-  return value;
-}
 
 /** Each script entry is {ok: {content, usage?, model?, callId?}} or {error: {name, message, …}}. */
 function checkScript(script) {
@@ -158,12 +146,7 @@ main(async (req) => {
     diagnostics: last.diagnostics,
   };
   if (followups.length) {
-    capture.calls = calls.map((c) => ({
-      call: c.k + 1,
-      input_binding: c.k === 0 ? "input.messages" : `calls[${c.k - 1}].output.messages ++ input.followup_messages[${c.k - 1}]`,
-      output: c.output, output_provenance: c.output_provenance, diagnostics: c.diagnostics,
-      error: c.error,
-    }));
+    capture.calls = callRecords(calls, ["output", "output_provenance", "diagnostics"]);
   }
   capture.error = last.error;
   return { capture, exchanges };

@@ -57,4 +57,32 @@ function header(req, surface, entry) {
     legacy_commit: req.legacy_commit, node: process.version };
 }
 
-module.exports = { readRequest, legacyPath, importLegacy, envFlags, reply, main, header, det };
+/** What was passed, as JSON: functions and undefined described as strings. */
+function describe(value) {
+  if (value === undefined) return "[undefined]";
+  if (typeof value === "function") return `[Function ${value.name || "anonymous"}]`;
+  if (Array.isArray(value)) return value.map(describe);
+  if (value && typeof value === "object") {
+    const out = {};
+    for (const [k, v] of Object.entries(value)) out[k] = describe(v);
+    return out;
+  }
+  return value;
+}
+
+/**
+ * ``calls[]`` of a two-phase scenario (input.followup_messages): per call its number, how
+ * its messages were bound, the fields ``keys`` of the call record (in that order), its error.
+ */
+function callRecords(calls, keys) {
+  return calls.map((c) => {
+    const rec = { call: c.k + 1, input_binding: c.k === 0 ? "input.messages"
+      : `calls[${c.k - 1}].output.messages ++ input.followup_messages[${c.k - 1}]` };
+    for (const key of keys) rec[key] = c[key];
+    rec.error = c.error;
+    return rec;
+  });
+}
+
+module.exports = { readRequest, legacyPath, importLegacy, envFlags, reply, main, header, det,
+  describe, callRecords };

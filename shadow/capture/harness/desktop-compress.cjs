@@ -10,7 +10,7 @@
 // The Electron logger (src/main/utils/logger.js) does not load outside Electron; a silent stand-in
 // is put in require.cache for its resolved path before the compressor is required.
 const Module = require("node:module");
-const { main, legacyPath, header, det } = require("./common.cjs");
+const { main, legacyPath, header, det, describe, callRecords } = require("./common.cjs");
 
 const MODULE = "desktop-app-vue/src/main/llm/prompt-compressor.js";
 const LOGGER = "desktop-app-vue/src/main/utils/logger.js";
@@ -37,19 +37,6 @@ function stubLogger(req) {
   mod.exports = { logger, Logger: function Logger() { return silentLogger(); },
     createLogger: () => silentLogger() };
   require.cache[file] = mod;
-}
-
-/** Options as passed: functions described as strings, undefined as "[undefined]". */
-function describe(value) {
-  if (typeof value === "function") return `[Function ${value.name || "anonymous"}]`;
-  if (value === undefined) return "[undefined]";
-  if (Array.isArray(value)) return value.map(describe);
-  if (value && typeof value === "object") {
-    const out = {};
-    for (const [k, v] of Object.entries(value)) out[k] = describe(v);
-    return out;
-  }
-  return value;
 }
 
 function clone(value) { return value === undefined ? null : JSON.parse(JSON.stringify(value)); }
@@ -149,12 +136,7 @@ main(async (req) => {
     output: last.output,
   };
   if (followups.length) {
-    capture.calls = calls.map((c) => ({
-      call: c.k + 1,
-      input_binding: c.k === 0 ? "input.messages" : `calls[${c.k - 1}].output.messages ++ input.followup_messages[${c.k - 1}]`,
-      output: c.output,
-      error: c.error,
-    }));
+    capture.calls = callRecords(calls, ["output"]);
   }
   capture.error = last.error;
   return { capture, exchanges };
