@@ -663,9 +663,11 @@ def _manifest_problems(root: Path, present: set[str],
         for j, surf in enumerate(surfaces if isinstance(surfaces, list) else []):
             fname = surf.get("file") if isinstance(surf, Mapping) else None
             if isinstance(fname, str) and not (root / name / fname).is_file():
+                failed = isinstance(surf, Mapping) and surf.get("status") == "capture-error"
                 out.append(FixtureError(f"{name}/{fname}", "", "the capture MANIFEST.json "
                                         f"lists (/scenarios/{i}/surfaces/{j})",
-                                        "no such file"))
+                                        "no such file: the capture failed (MANIFEST "
+                                        "capture_errors)" if failed else "no such file"))
     return out
 
 

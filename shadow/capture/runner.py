@@ -15,21 +15,26 @@ the noise rules (``--noise-rules``, default ``shadow/policy/noise.v1.json``; new
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shadow import noise_rules
 from shadow.capture import jsjson
 from shadow.capture.manifest import manifest_document
 from shadow.capture.noise import Learned, Merged, update_policy
 from shadow.capture.plan import TARGETS, Job, Target, plan, seed_label
+from shadow.outdir import staged
 
 __all__ = [
     "BASE_MS",
@@ -107,7 +112,11 @@ def legacy_commit(root: Path, override: str | None = None) -> str:
     if done.returncode != 0 or not text:
         raise CaptureError(f"{root}: not a git checkout (git rev-parse failed); "
                            "pass --legacy-commit")
-    return text
+    status = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                             "--untracked-files=no"], capture_output=True, text=True,
+                            timeout=60, check=False)
+    # a tracked file changed: the captures are not of that commit, and say so
+    return f"{text}-dirty" if status.returncode != 0 or status.stdout.strip() else text
 
 
 def node_version(node: str) -> str:
@@ -149,14 +158,48 @@ def _listed(inputs: Path) -> dict[str, list[str]]:
         raise CaptureError(f"{path}: not a legacy-capture-manifest/v1 ({exc})") from exc
 
 
+def _check_out(opts: CaptureOptions) -> None:
+    """``--out`` is replaced as a whole when the capture is complete: never the inputs (an
+    ``--only`` recapture would drop every other scenario), nor a folder inside them."""
+    out, inputs = opts.out.resolve(), opts.inputs.resolve()
+    if out == inputs or inputs in out.parents or out in inputs.parents:
+        raise CaptureError(f"--out {opts.out}: must not be --inputs, inside it or around it "
+                           "(capture into a fresh folder, then replace the inputs with it)")
+    if opts.repeat <= 1 and (opts.noise_rules is not None or opts.keep_repeats is not None):
+        raise CaptureError("--noise-rules and --keep-repeats only mean something with "
+                           "--repeat N (N >= 2)")
+
+
 def _check_entries(root: Path, jobs: Iterable[Job], classpath: str | None) -> None:
     missing = sorted({j.target.module for j in jobs
                       if not (root / Path(*j.target.module.split("/"))).is_file()})
     if missing:
         raise CaptureError("legacy entry point missing under " f"{root}: {', '.join(missing)}")
-    if classpath is None and any(j.target.surface == "jetbrains" for j in jobs):
+    if not any(j.target.surface == "jetbrains" for j in jobs):
+        return
+    if classpath is None:
         raise CaptureError("jetbrains.context-center.json needs --jetbrains-classpath "
                            "(the plugin's classes, built by you from your checkout)")
+    if not _classpath_has(classpath, JETBRAINS_CLASS):
+        raise CaptureError(f"--jetbrains-classpath {classpath}: no {JETBRAINS_CLASS} in any "
+                           "of its folders or jars (the JetBrains plugin's compiled classes, "
+                           "e.g. its build/classes/java/main)")
+
+
+JETBRAINS_CLASS = "com/chainlesschain/ide/ContextCenter.class"
+
+
+def _classpath_has(classpath: str, member: str) -> bool:
+    """Whether a class file is on a Java classpath (folders and jars, ``os.pathsep``)."""
+    for entry in (e for e in classpath.split(os.pathsep) if e):
+        p = Path(entry)
+        if p.is_dir() and (p / Path(*member.split("/"))).is_file():
+            return True
+        if p.is_file() and zipfile.is_zipfile(p):
+            with zipfile.ZipFile(p) as jar:
+                if member in jar.namelist():
+                    return True
+    return False
 
 
 def _sandbox_env(home: Path, inp: Mapping[str, Any]) -> dict[str, str]:
@@ -191,6 +234,12 @@ class _Session:
                 "base_ms": base, "step_ms": job.target.step_ms, "input_text": input_text,
                 "sources": dict(sources)}
 
+    def close(self) -> None:
+        """Remove the compiled Java harness (a temporary folder of this session)."""
+        if self.java_build is not None:
+            shutil.rmtree(self.java_build, ignore_errors=True)
+            self.java_build = None
+
     def selfcheck(self, cases: Path) -> list[dict[str, Any]]:
         """Each shared case: does each twin's output match the case's expectation?
 
@@ -214,17 +263,16 @@ class _Session:
     def _selfcheck_one(self, target: Target, cases: Path) -> list[Any]:
         """One twin's ``matches`` per case, in the cases' order ([] when it could not run)."""
         job = Job("_selfcheck", target)
-        with tempfile.TemporaryDirectory(prefix="shadow-capture-") as tmp:
+        with _scratch() as tmp:
             home = Path(tmp) / "home"
             home.mkdir()
             req = self.request(job, "{}", {})
             req.update({"mode": "selfcheck", "cases": str(cases), "sandbox": str(home)})
             try:
-                done = subprocess.run(self.command(job, Path(tmp)),
-                                      input=json.dumps(req).encode("utf-8"),
-                                      capture_output=True, timeout=self.opts.timeout_s,
-                                      env=_sandbox_env(home, {}), cwd=str(home), check=False)
-            except subprocess.TimeoutExpired:
+                done = _run_bounded(self.command(job, Path(tmp)),
+                                    json.dumps(req).encode("utf-8"), self.opts.timeout_s,
+                                    _sandbox_env(home, {}), home)
+            except _TimedOut:
                 return []
             except OSError as exc:
                 raise CaptureError(f"cannot start the IDE self-check ({target.driver}): "
@@ -258,22 +306,62 @@ class _Session:
 
     def run(self, job: Job, inp: dict[str, Any], input_text: str,
             sources: Mapping[str, Any]) -> Outcome:
-        with tempfile.TemporaryDirectory(prefix="shadow-capture-") as tmp:
+        with _scratch() as tmp:
             home = Path(tmp) / "home"
             home.mkdir()
             req = self.request(job, input_text, sources)
             req["sandbox"] = str(home)
             try:
-                done = subprocess.run(self.command(job, Path(tmp)),
-                                      input=json.dumps(req).encode("utf-8"),
-                                      capture_output=True, timeout=self.opts.timeout_s,
-                                      env=_sandbox_env(home, inp), cwd=str(home), check=False)
-            except subprocess.TimeoutExpired:
+                done = _run_bounded(self.command(job, Path(tmp)),
+                                    json.dumps(req).encode("utf-8"), self.opts.timeout_s,
+                                    _sandbox_env(home, inp), home)
+            except _TimedOut:
                 return Outcome(job.scenario, job.file, "capture-error",
                                {"reason": "timeout", "seconds": self.opts.timeout_s})
             except OSError as exc:
                 raise CaptureError(f"cannot start the capture of {job.file}: {exc}") from exc
         return _outcome(job, done)
+
+
+def _scratch() -> tempfile.TemporaryDirectory[str]:
+    """A capture's scratch folder; on Windows a killed process may hold it a moment."""
+    return tempfile.TemporaryDirectory(prefix="shadow-capture-", ignore_cleanup_errors=True)
+
+
+class _TimedOut(Exception):
+    pass
+
+
+def _run_bounded(cmd: Sequence[str], stdin: bytes, timeout_s: float, env: Mapping[str, str],
+                 cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    """Run one capture process; on timeout kill it *and its children* (its own process
+    group: ``start_new_session`` on POSIX, a new process group and ``taskkill /T`` on
+    Windows), so a grandchild holding the pipes cannot hang the run."""
+    kwargs: dict[str, Any] = {}
+    if os.name == "nt":
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+    else:
+        kwargs["start_new_session"] = True
+    proc = subprocess.Popen(list(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(env), cwd=str(cwd), **kwargs)
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_tree(proc)
+        proc.communicate()
+        raise _TimedOut from None
+    return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
+
+
+def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    if os.name == "nt":
+        subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True,
+                       check=False)
+    else:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
 
 
 def _nth(values: Sequence[Any], i: int) -> Any:
@@ -283,32 +371,40 @@ def _nth(values: Sequence[Any], i: int) -> Any:
 def _outcome(job: Job, done: subprocess.CompletedProcess[bytes]) -> Outcome:
     # "\n" only: str.splitlines() would also cut at U+2028/U+2029 and other separators
     # that JSON.stringify leaves unescaped inside the envelope's strings.
-    lines = done.stdout.decode("utf-8", errors="replace").strip().split("\n")
     try:
+        lines = done.stdout.decode("utf-8").strip().split("\n")
         env = json.loads(lines[-1]) if lines else None
-    except ValueError:
+    except ValueError:  # not UTF-8, or not JSON: nothing we could trust byte for byte
         env = None
     if not isinstance(env, dict):
         return Outcome(job.scenario, job.file, "capture-error",
                        {"reason": "no-envelope", "exit": done.returncode,
                         "stderr_bytes": len(done.stderr)})
-    if env.get("network"):
-        kinds = sorted({str(a.get("kind")) for a in env["network"] if isinstance(a, dict)})
+    network = env.get("network")
+    if network:
+        attempts = network if isinstance(network, list) else [network]
+        kinds = sorted({str(a.get("kind")) for a in attempts if isinstance(a, dict)})
         return Outcome(job.scenario, job.file, "capture-error",
-                       {"reason": "network-attempt", "attempts": len(env["network"]),
+                       {"reason": "network-attempt", "attempts": len(attempts),
                         "kinds": kinds})
     if "harness_error" in env:
         he = env["harness_error"] if isinstance(env["harness_error"], dict) else {}
         return Outcome(job.scenario, job.file, "capture-error",
                        {"reason": "harness", "stage": he.get("stage"), "name": he.get("name"),
                         "code": he.get("code")})
+    if done.returncode != 0:  # an envelope and then a crash: not a capture to trust
+        return Outcome(job.scenario, job.file, "capture-error",
+                       {"reason": "exit", "exit": done.returncode})
     text = env.get("text")
-    if not isinstance(text, str):
+    try:
+        doc = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        doc = None
+    exchanges = env.get("exchanges") or []
+    if not isinstance(doc, dict) or not isinstance(exchanges, list):
         return Outcome(job.scenario, job.file, "capture-error", {"reason": "no-text"})
-    doc = json.loads(text)
-    err = doc.get("error") if isinstance(doc, dict) else None
-    return Outcome(job.scenario, job.file, "error" if err else "ok", err,
-                   list(env.get("exchanges") or []), text)
+    err = doc.get("error")
+    return Outcome(job.scenario, job.file, "error" if err else "ok", err, list(exchanges), text)
 
 
 def _input_with_exchanges(inp: dict[str, Any], outcomes: Sequence[Outcome]) -> dict[str, Any]:
@@ -334,20 +430,33 @@ def _kind(inp: Mapping[str, Any]) -> str:
 
 
 def _entry_record(o: Outcome) -> dict[str, Any]:
+    """A file's manifest entry.  A failed capture stays listed (``capture-error``, its file
+    absent): the fixture loader quarantines the scenario and a recapture plans it again."""
     t = TARGETS[o.file]
-    return {"file": o.file, "surface": t.surface, "entry": t.entry,
-            "status": "ok" if o.status == "ok" else "error", "error": o.error}
+    status = {"ok": "ok", "error": "error"}.get(o.status, "capture-error")
+    return {"file": o.file, "surface": t.surface, "entry": t.entry, "status": status,
+            "error": o.error}
+
+
+def load_input(path: Path) -> tuple[str, dict[str, Any]]:
+    """``input.json``'s text and object; a file that is not UTF-8 JSON holding an object is
+    a usage error naming the file and what was expected."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+        doc = json.loads(text)
+    except (OSError, ValueError) as exc:
+        raise CaptureError(f"{path}: expected a legacy-capture-input/v1 JSON object in "
+                           f"UTF-8 without a byte-order mark ({type(exc).__name__}: "
+                           f"{str(exc)[:120]})") from exc
+    if not isinstance(doc, dict):
+        raise CaptureError(f"{path}: expected a legacy-capture-input/v1 JSON object, got "
+                           f"{type(doc).__name__}")
+    return text, doc
 
 
 def capture_scenario(session: _Session, name: str, path: Path,
                      listed: Sequence[str] | None) -> tuple[dict[str, Any], list[Outcome]]:
-    input_text = path.read_text(encoding="utf-8")
-    try:
-        inp = json.loads(input_text)
-    except ValueError as exc:
-        raise CaptureError(f"{path}: not JSON ({exc})") from exc
-    if not isinstance(inp, dict):
-        raise CaptureError(f"{path}: expected a legacy-capture-input/v1 object")
+    input_text, inp = load_input(path)
     outcomes: list[Outcome] = []
     sources: dict[str, Any] = {}
     for job in _capture_order(plan(name, inp, listed)):
@@ -364,7 +473,7 @@ def capture_scenario(session: _Session, name: str, path: Path,
         entry["followup_message_count"] = [len(f) if isinstance(f, list) else 0
                                            for f in followups]
     entry["provider_exchanges"] = len(final["provider_responses"])
-    entry["surfaces"] = [_entry_record(o) for o in outcomes if o.status != "capture-error"]
+    entry["surfaces"] = [_entry_record(o) for o in outcomes]
     return {"entry": entry, "input": final}, outcomes
 
 
@@ -395,27 +504,51 @@ def capture(opts: CaptureOptions, progress: Callable[[str], None] | None = None
         raise CaptureError(f"--legacy-root {root}: not a folder")
     listed = _listed(opts.inputs)
     scenarios = _scenarios(opts.inputs, opts.only, list(listed))
-    jobs = [j for n, p in scenarios
-            for j in plan(n, json.loads(p.read_text(encoding="utf-8")), listed.get(n))]
+    jobs = [j for n, p in scenarios for j in plan(n, load_input(p)[1], listed.get(n))]
     _check_entries(root, jobs, opts.jetbrains_classpath)
+    _check_out(opts)
     noise_file = opts.noise_rules
     if opts.repeat > 1 and noise_file is None:
         raise CaptureError("--repeat needs --noise-rules FILE: the reviewed rule file the "
                            "learned fields are merged into (this project's: "
                            "shadow/policy/noise.v1.json)")
+    if noise_file is not None:
+        if not noise_file.is_file():
+            raise CaptureError(f"--noise-rules {noise_file}: no such file (merge into an "
+                               "existing rule file, e.g. a copy of "
+                               "shadow/policy/noise.v1.json; a typo never starts a new one)")
+        noise_rules.load(noise_file)  # a broken rule file fails before anything runs
     commit = legacy_commit(root, opts.legacy_commit)
     node = node_version(opts.node)
-    first = _capture_run(_Session(opts, commit, 1, node), scenarios, listed, opts.out, node,
-                         say, opts.inputs)
+    with staged(opts.out, marker="MANIFEST.json", what="--out") as stage:
+        # written into a staging folder and swapped in complete: no earlier file survives
+        first = _capture_all(opts, commit, node, scenarios, listed, stage.path, say)
+        stage.commit()
+    return first
+
+
+def _capture_all(opts: CaptureOptions, commit: str, node: str,
+                 scenarios: Sequence[tuple[str, Path]], listed: Mapping[str, list[str]],
+                 out: Path, say: Callable[[str], None]) -> CaptureResult:
+    noise_file = opts.noise_rules
+    session = _Session(opts, commit, 1, node)
+    try:
+        first = _capture_run(session, scenarios, listed, out, node, say, opts.inputs)
+    finally:
+        session.close()
     for k in range(2, max(1, opts.repeat) + 1):
         # a control run: other clock origin, other seeds; kept only until it is learned from
         with tempfile.TemporaryDirectory(prefix=f"shadow-capture-repeat-{k}-") as tmp:
             where = opts.keep_repeats / f"repeat-{k}" if opts.keep_repeats else Path(tmp)
-            again = _capture_run(_Session(opts, commit, k, node), scenarios, listed, where,
-                                 node, say, opts.inputs)
+            control = _Session(opts, commit, k, node)
+            try:
+                again = _capture_run(control, scenarios, listed, where, node, say,
+                                     opts.inputs)
+            finally:
+                control.close()
             first.capture_errors_of_repeats.extend(again.capture_errors)
             assert noise_file is not None
-            learned, merged = update_policy(opts.out, where, noise_file)
+            learned, merged = update_policy(out, where, noise_file)
         first.noise.append((learned, merged))
         say(f"noise: repeat {k}: {len(learned.fields)} volatile fields, "
             f"{len(merged.added)} new rules (unreviewed), {len(merged.confirmed)} confirmed, "
@@ -441,12 +574,26 @@ def _capture_run(session: _Session, scenarios: Sequence[tuple[str, Path]],
     ide = ide_fixture(session, out) if any(
         TARGETS[o.file].surface in IDE_SURFACES for o in outcomes) else None
     manifest = manifest_document(session.commit, node, entries, _errored(outcomes), ide)
+    outcomes += _selfcheck_failures(ide)
     failed = [{"scenario": o.scenario, "file": o.file, "problem": o.error}
               for o in outcomes if o.status == "capture-error"]
     if failed:  # only a failed capture has this key; a clean one is fixtures/' format
         manifest["capture_errors"] = failed
     write_text(out / "MANIFEST.json", jsjson.dumps(manifest))
     return CaptureResult(outcomes, manifest)
+
+
+def _selfcheck_failures(ide: Mapping[str, Any] | None) -> list[Outcome]:
+    """A twin that could not answer the IDE self-check (``null``) is a capture error."""
+    rows = ide.get("selfcheck") if isinstance(ide, Mapping) else None
+    out = []
+    for twin, key in zip(IDE_TWINS, ("vscode_matches_expected", "jetbrains_matches_expected"),
+                         strict=True):
+        if isinstance(rows, list) and any(not isinstance(r, Mapping) or r.get(key) is None
+                                          for r in rows):
+            out.append(Outcome(IDE_CASES_FILE, twin, "capture-error",
+                               {"reason": "selfcheck", "twin": TARGETS[twin].surface}))
+    return out
 
 
 def _errored(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:

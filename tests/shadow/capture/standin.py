@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from shadow import noise_rules
 from shadow.capture import jsjson
 from shadow.cli import main
 
@@ -74,10 +75,18 @@ def files_of(out: Path, scenario: str) -> Sequence[str]:
     return sorted(p.name for p in (out / scenario).iterdir())
 
 
+def empty_rules(path: Path) -> Path:
+    """An empty, valid noise rule file (``--noise-rules`` must name an existing file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(noise_rules.render(noise_rules.to_doc([], "stand-in rules")),
+                    encoding="utf-8", newline="\n")
+    return path
+
+
 def repeat_args(work: Path) -> tuple[str, ...]:
-    """``--repeat 2`` with its rule file and the control run kept under ``work``."""
-    return ("--repeat", "2", "--noise-rules", str(work / "noise.v1.json"),
-            "--keep-repeats", str(work / "repeats"))
+    """``--repeat 2`` with a fresh rule file and the control run kept under ``work``."""
+    rules = empty_rules(work / "noise.v1.json")
+    return ("--repeat", "2", "--noise-rules", str(rules), "--keep-repeats", str(work / "repeats"))
 
 
 def second_run(work: Path) -> Path:

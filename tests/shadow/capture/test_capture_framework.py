@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from shadow.fixtures import load_corpus
 from tests.shadow.capture.standin import (
     COMMIT,
+    empty_rules,
     needs_node,
     read_capture,
     run_capture,
@@ -108,16 +110,16 @@ def test_only_captures_the_named_scenarios(root: Path, tmp_path: Path) -> None:
     run_capture(root, inputs, full)
     assert (tmp_path / "out" / "beta" / "cli.compress.json").read_bytes() == (
         full / "beta" / "cli.compress.json").read_bytes()
-    code, out, _err = run_capture(root, inputs, tmp_path / "x", "--only", "gamma")
-    assert code == 2 and "gamma" in out
+    code, _out, err = run_capture(root, inputs, tmp_path / "x", "--only", "gamma")
+    assert code == 2 and "gamma" in err
 
 
 def test_missing_entry_point_exits_2_naming_it(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "legacy", {"packages/cli/package.json": "{}\n"})
     inputs = _inputs(tmp_path, alpha=["a"])
-    code, out, _err = run_capture(root, inputs, tmp_path / "out")
+    code, _out, err = run_capture(root, inputs, tmp_path / "out")
     assert code == 2
-    assert "packages/cli/src/harness/prompt-compressor.js" in out
+    assert "packages/cli/src/harness/prompt-compressor.js" in err
     assert not (tmp_path / "out").exists()
 
 
@@ -157,7 +159,7 @@ def test_a_network_attempt_is_a_capture_error(root: Path, tmp_path: Path) -> Non
 def test_repeat_learns_the_volatile_fields_into_unreviewed_rules(root: Path,
                                                                  tmp_path: Path) -> None:
     inputs = _inputs(tmp_path, alpha=["a", "b", "c"], beta=["x", "y", "z"])
-    rules = tmp_path / "noise.json"
+    rules = empty_rules(tmp_path / "noise.json")
     code, out, _err = run_capture(root, inputs, tmp_path / "out", "--repeat", "2",
                                   "--noise-rules", str(rules))
     assert code == 0, out
@@ -186,12 +188,70 @@ def test_bad_repeat_or_timeout_is_a_usage_error(root: Path, tmp_path: Path) -> N
 def test_repeat_needs_a_rule_file_and_can_keep_its_control_run(root: Path,
                                                               tmp_path: Path) -> None:
     inputs = _inputs(tmp_path, alpha=["a", "b"])
-    code, out, _err = run_capture(root, inputs, tmp_path / "o", "--repeat", "2")
-    assert code == 2 and "--noise-rules" in out and not (tmp_path / "o").exists()
+    code, _out, err = run_capture(root, inputs, tmp_path / "o", "--repeat", "2")
+    assert code == 2 and "--noise-rules" in err and not (tmp_path / "o").exists()
+    code, _out, err = run_capture(root, inputs, tmp_path / "o", "--repeat", "2",
+                                  "--noise-rules", str(tmp_path / "typo.json"))
+    assert code == 2 and "no such file" in err and not (tmp_path / "typo.json").exists()
+    assert run_capture(root, inputs, tmp_path / "o", "--keep-repeats", str(tmp_path))[0] == 2
     code, _out, _err = run_capture(root, inputs, tmp_path / "o", "--repeat", "2",
-                                   "--noise-rules", str(tmp_path / "n.json"),
+                                   "--noise-rules", str(empty_rules(tmp_path / "n.json")),
                                    "--keep-repeats", str(tmp_path / "keep"))
     assert code == 0
     kept = read_capture(tmp_path / "keep" / "repeat-2", "alpha", "cli.compress.json")
     assert kept["determinism"]["random"]["seed_label"] == "cli.compress:alpha#repeat2"
     assert kept["determinism"]["clock"]["base_ms"] != 1787227200000
+
+
+def test_out_is_replaced_whole_and_never_the_inputs(root: Path, tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, alpha=["a", "b"], beta=["x", "y"])
+    out = tmp_path / "out"
+    assert run_capture(root, inputs, out)[0] == 0
+    assert run_capture(root, inputs, out, "--only", "beta")[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == ["MANIFEST.json", "beta"]  # no stale alpha
+    for bad in (inputs, inputs / "alpha", tmp_path):
+        code, _out, err = run_capture(root, inputs, bad)
+        assert code == 2 and "--out" in err
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine", encoding="utf-8")
+    assert run_capture(root, inputs, other)[0] == 2
+    assert (other / "keep.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_a_failed_capture_stays_listed_and_its_scenario_is_quarantined(
+        root: Path, tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, alpha=["HANG"], beta=["a", "b"])
+    out = tmp_path / "out"
+    assert run_capture(root, inputs, out, "--timeout", "3")[0] == 1
+    manifest = json.loads((out / "MANIFEST.json").read_text(encoding="utf-8"))
+    [alpha] = [s for s in manifest["scenarios"] if s["id"] == "alpha"]
+    assert alpha["surfaces"][0]["status"] == "capture-error"
+    corpus = load_corpus(out)  # never silently left out: a quarantined file (NO-GO)
+    [err] = corpus.quarantined
+    assert err.source == "alpha/cli.compress.json" and "capture failed" in err.got
+    assert not next(s for s in corpus.scenarios if s.name == "alpha").captures
+
+
+def test_a_broken_input_is_a_clear_usage_error(root: Path, tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, alpha=["a"])
+    (inputs / "alpha" / "input.json").write_bytes(b"\xef\xbb\xbf" + b'{"format": 1}')
+    code, _out, err = run_capture(root, inputs, tmp_path / "o")
+    assert code == 2 and "alpha" in err and "input.json" in err and "object" in err
+    (inputs / "alpha" / "input.json").write_text("[1, 2]", encoding="utf-8")
+    code, _out, err = run_capture(root, inputs, tmp_path / "o")
+    assert code == 2 and "got list" in err
+
+
+def test_a_classpath_without_the_plugin_classes_is_refused_up_front(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "legacy", {**TREE, "packages/jetbrains-plugin/src/main/java/"
+                                            "com/chainlesschain/ide/ContextCenter.java": "//\n"})
+    inputs = tmp_path / "inputs"
+    write_input(inputs, "ide", {"context_center": {"candidates": []}})
+    entries = [{"id": "ide", "surfaces": [{"file": "jetbrains.context-center.json"}]}]
+    (inputs / "MANIFEST.json").write_text(json.dumps({"scenarios": entries}), encoding="utf-8")
+    empty = tmp_path / "classes"
+    empty.mkdir()
+    code, _out, err = run_capture(root, inputs, tmp_path / "o", "--jetbrains-classpath",
+                                  str(empty))
+    assert code == 2 and "ContextCenter.class" in err and not (tmp_path / "o").exists()
