@@ -363,6 +363,8 @@ def js_safe_integer(value: Any) -> int | None:
     text = value.strip(_JS_SPACE)
     if not text:
         return 0
+    if not text.isascii():
+        return None  # Number() reads ASCII digits only ("１０２４" is NaN)
     try:
         if text[:2].lower() in ("0x", "0o", "0b"):
             number = float(int(text[2:], {"x": 16, "o": 8, "b": 2}[text[1].lower()]))

@@ -21,6 +21,7 @@ the rules exist for recorded candidates, whose files say whatever they were edit
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -193,13 +194,32 @@ def _failure(p: Projection) -> list[Violation]:
     return []
 
 
-def _validated_answers(p: Projection) -> int:
-    """Calls whose recorded answer could be a semantic summary: the earlier calls of a
-    multi-call capture (``provider_history``) and the projection's own last call."""
+def _call_truths(p: Projection) -> list[str | None]:
+    """The recorded truth of each provider call of a capture, call 1 first: the earlier
+    calls of a multi-call capture (``provider_history``), then the projection's own."""
     history = p.facts.get("provider_history") if isinstance(p.facts, Mapping) else None
     truths = [h.get("truth") for h in (history or ()) if isinstance(h, Mapping)]
     truths.append(p.provider.truth if p.provider is not None else None)
-    return sum(1 for t in truths if t in (None, "ok", "no-usage"))
+    return truths
+
+
+def _summary_call(item_id: str, calls: int) -> int:
+    """The call a derived summary came from: ``~c<k>.…`` is call k's (the id a summary keeps
+    when a later call carries it over), any other the last call's."""
+    m = re.match(r"~c(\d+)\.", item_id)
+    return int(m.group(1)) if m else calls
+
+
+def _unvalidated(p: Projection, semantic: list[str]) -> list[str]:
+    """Semantic summaries whose own call had no validated answer (ok, or ok without usage;
+    a call the recording says nothing about is not judged here)."""
+    truths = _call_truths(p)
+    out = []
+    for sid in semantic:
+        k = _summary_call(sid, len(truths))
+        if not 1 <= k <= len(truths) or truths[k - 1] not in (None, "ok", "no-usage"):
+            out.append(sid)  # a failed call's summary, or one naming a call never made
+    return out
 
 
 def _provider(p: Projection) -> list[Violation]:
@@ -211,10 +231,11 @@ def _provider(p: Projection) -> list[Violation]:
     if semantic and not asked:
         out.append(Violation("provider.degraded_masked", tuple(semantic), {
             "why": "no_provider_answer", "requests": pr.requests if pr else 0}))
-    elif semantic and pr is not None and len(semantic) > _validated_answers(p):
-        # §17: only a validated provider answer is a semantic summary — one per answer; an
+    elif semantic and pr is not None and _unvalidated(p, semantic):
+        # §17: only a validated provider answer is a semantic summary — judged per call: an
         # earlier call's summary may outlive a later call that failed (successive compaction)
-        out.append(Violation("provider.degraded_masked", tuple(semantic), {
+        bad = _unvalidated(p, semantic)
+        out.append(Violation("provider.degraded_masked", tuple(bad), {
             "why": "semantic_summary_from_failed_answer", "truth": pr.truth}))
     if asked and "provider_inputs" not in p.facts:
         out.append(_unavailable("provider_inputs_missing", "/facts/provider_inputs"))

@@ -356,9 +356,12 @@ def compare_memory(a: Projection, b: Projection) -> list[tuple[str, tuple[str, .
         # the scopes of records only one side holds (what an intended rule can name)
         scopes = sorted({str(r.scope) for rid in only for r in (ra.get(rid) or rb.get(rid),)
                          if r is not None})
+        holders = {"a" if rid in ra else "b" for rid in only}
+        holder = {frozenset("a"): "a", frozenset("b"): "b"}.get(frozenset(holders), "both")
         out.append(("memory.state_mismatch", tuple(state + only),
                     {"state_differs": len(state), "one_side_only": len(only),
-                     **({"one_side_scopes": ",".join(scopes)} if only else {})}, None))
+                     **({"one_side_scopes": ",".join(scopes),
+                         "one_side_holder": holder} if only else {})}, None))
     if lowered:
         out.append(("memory.sensitivity_lowered", tuple(lowered), {"count": len(lowered)}, None))
     return out

@@ -21,7 +21,8 @@ def _chip(kind: str, source: str, identity: str) -> str:
 
 @pytest.mark.parametrize(("value", "want"), [
     (1024, 1024), ("1024", 1024), (" 1024\n", 1024), ("1e3", 1000), ("0x10", 16), ("", 0),
-    ("abc", None), ("Infinity", None), ("1.5", None), (True, None), (2**60, None)])
+    ("abc", None), ("Infinity", None), ("1.5", None), (True, None), (2**60, None),
+    ("１０２４", None), ("١٢", None)])
 def test_budget_text_is_read_like_number(value: object, want: int | None) -> None:
     assert js_safe_integer(value) == want
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from shadow import intended
 from shadow.candidate import KernelCandidate
+from shadow.divergence import make
 from shadow.replay import replay_fixture
 from shadow.run import apply_intended
 from shadow.surfaces.session_core_memory import _asked_selector
@@ -32,3 +33,16 @@ def test_the_kernels_project_scope_is_an_intended_difference_not_a_defect() -> N
                     or d.detail.get("one_side_scopes") == "project")]
     assert project and {d.attribution for d in project} == {"intended"}
     assert {d.detail["intended_rule"] for d in project} == {"ID-018", "ID-019"}
+
+
+def test_project_records_the_kernel_lost_are_not_covered() -> None:
+    """ID-019 is for records only the candidate holds; the mirror case stays unexplained."""
+    lost = make("fx", "session-core.memory", "memory.state_mismatch", "none", ["fx:op0000"],
+                {"state_differs": 0, "one_side_only": 1, "one_side_scopes": "project",
+                 "one_side_holder": "b"})
+    [judged] = apply_intended([lost], intended.load())
+    assert judged.attribution == "none" and "intended_rule" not in judged.detail
+    kept = make("fx", "session-core.memory", "memory.state_mismatch", "none", ["fx:op0000"],
+                {**lost.detail, "one_side_holder": "a"})
+    [judged] = apply_intended([kept], intended.load())
+    assert judged.detail.get("intended_rule") == "ID-019"

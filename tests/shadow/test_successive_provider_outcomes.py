@@ -21,15 +21,15 @@ LOST = ProviderOutcome("reconciliation_required", requests=2, recorded=2, degrad
                        usage="unknown", truth="error")
 
 
-def _summary(n: int) -> PItem:
-    return PItem(id=f"~c{n}.summary.1", kind="summary", origin="derived",
+def _summary(item_id: str) -> PItem:
+    return PItem(id=item_id, kind="summary", origin="derived",
                  digest="sha256:" + "ab" * 32, length=400,
                  detail={"format": "structured", "fields": ["objective"]})
 
 
-def _projection(summaries: int, history: list[ProviderOutcome]) -> Projection:
+def _projection(summaries: list[str], history: list[ProviderOutcome]) -> Projection:
     return Projection("fx", "cli.provider-compaction", "candidate",
-                      items=tuple(_summary(n) for n in range(summaries)), provider=LOST,
+                      items=tuple(_summary(i) for i in summaries), provider=LOST,
                       facts={"provider_inputs": ["fx:m0001"],
                              **({"provider_history": [asdict(h) for h in history]}
                                 if history else {})})
@@ -40,17 +40,22 @@ def _masked(vs: list[object]) -> list[object]:
 
 
 def test_an_earlier_answers_summary_survives_a_later_failed_call() -> None:
-    assert _masked(consistency._provider(_projection(1, [OK]))) == []
+    assert _masked(consistency._provider(_projection(["~c1.summary.1"], [OK]))) == []
 
 
-def test_more_semantic_summaries_than_validated_answers_are_masked() -> None:
-    (hit,) = _masked(consistency._provider(_projection(2, [OK])))
+def test_the_failed_calls_own_summary_is_masked_whatever_came_before() -> None:
+    (hit,) = _masked(consistency._provider(_projection(["~c1.summary.1", "~summary.1"],
+                                                       [OK])))
     assert hit.detail["why"] == "semantic_summary_from_failed_answer"  # type: ignore[attr-defined]
-    (hit,) = _masked(consistency._provider(_projection(1, [])))  # the single failed call
+    assert hit.item_ids == ("~summary.1",)  # type: ignore[attr-defined]
+    # one summary, but it is the failed last call's, not the earlier answer's
+    (hit,) = _masked(consistency._provider(_projection(["~summary.1"], [OK])))
+    (hit,) = _masked(consistency._provider(_projection(["~summary.1"], [])))  # single call
+    (hit,) = _masked(consistency._provider(_projection(["~c7.summary.1"], [OK])))  # no call 7
 
 
 def test_reconciliation_after_a_failed_call_is_not_masking() -> None:
-    assert _masked(provider_invariants(_projection(0, [OK]), {})) == []
+    assert _masked(provider_invariants(_projection([], [OK]), {})) == []
     committed = Projection("fx", "cli.provider-compaction", "candidate",
                            provider=ProviderOutcome("committed", requests=1, degraded=False,
                                                     truth="error"))
