@@ -7,7 +7,7 @@ macOS must all pass.  Every ``shadow run`` therefore writes, beside ``report.jso
     {"schema": "shadow-evidence/v1",
      "identity": {"commit", "package_version", "corpus_digest", "recordings_digest",
                   "policy_version", "policy_digest", "candidate_digest", "waivers_digest",
-                  "intended_digest", "surfaces"},
+                  "intended_digest", "noise_digest", "surfaces"},
      "identity_digest": "sha256:…",          # what "the same candidate" means
      "environment": {"platform": "linux|windows|macos", "python", "implementation",
                      "machine", "dirty", "sys_platform", "os_release", "path_sep",
@@ -48,6 +48,7 @@ from typing import Any, Final
 
 from shadow import codes
 from shadow.errors import InputError
+from shadow.noise_rules import DEFAULT_PATH as NOISE_DEFAULT
 
 SCHEMA: Final = "shadow-evidence/v1"
 PACKAGE: Final = "context-kernel-parity"
@@ -285,6 +286,7 @@ class EvidenceInputs:
     inactive_stages: tuple[str, ...]
     attachments: tuple[Path, ...] = ()
     intended: Path | None = None
+    noise: Path | None = None  # the noise rules the run applied (part of the identity)
     rerun_digest: Callable[[], str] | None = None  # determinism: replay again, digest
     first_digest: str | None = None
     check_schemas: bool = True
@@ -305,6 +307,7 @@ def collect(inp: EvidenceInputs) -> dict[str, Any]:
         "candidate_digest": digest({k: v for k, v in cand.items() if k != "corpus_digest"}),
         "waivers_digest": file_digest(inp.waivers) if inp.waivers else "none",
         "intended_digest": file_digest(inp.intended) if inp.intended else "none",
+        "noise_digest": file_digest(inp.noise) if inp.noise else "none",
         "surfaces": list(cand.get("surfaces", [])),
     }
     checks: dict[str, Any] = {}
@@ -380,6 +383,7 @@ class RunSetup:
     previous: Mapping[str, Any] | None
     intended: Path | None = None
     parsed_attachments: tuple[dict[str, Any], ...] | None = None
+    noise: Path | None = None
 
 
 def prepare(opts: Any, policy: Any) -> RunSetup:
@@ -401,10 +405,11 @@ def prepare(opts: Any, policy: Any) -> RunSetup:
 
     rules_file = Path(opts.intended) if getattr(opts, "intended", None) else \
         intended.DEFAULT_PATH
+    noise_file = Path(opts.noise) if getattr(opts, "noise", None) else NOISE_DEFAULT
     return RunSetup(policy.version, policy.digest, tuple(policy.inactive_stages),
                     opts.inventory or _resolve_default(policy.inventory_default),
                     attachments, recordings, Path(opts.waivers) if opts.waivers else None,
-                    previous, rules_file, parsed)
+                    previous, rules_file, parsed, noise_file)
 
 
 def replay_digest(results: Sequence[Any]) -> str:
@@ -425,6 +430,7 @@ def for_run(setup: RunSetup, report: Mapping[str, Any], results: Sequence[Any],
         waivers=setup.waivers, inventory=setup.inventory,
         inactive_stages=setup.inactive_stages, attachments=setup.attachments,
         intended=setup.intended, parsed_attachments=setup.parsed_attachments,
+        noise=setup.noise,
         rerun_digest=(lambda: replay_digest(rerun())) if rerun is not None else None,
         first_digest=replay_digest(results)))
 

@@ -31,7 +31,7 @@ from shadow.gates.stats import wilson_upper
 GATE_SCHEMA = "shadow-gate/v1"
 _IDENTITY_FIELDS = ("commit", "package_version", "corpus_digest", "recordings_digest",
                     "policy_version", "policy_digest", "candidate_digest", "waivers_digest",
-                    "intended_digest", "surfaces")
+                    "intended_digest", "noise_digest", "surfaces")
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ import pytest
 from shadow import codes, evidence, gates
 from shadow.cli import main
 from shadow.errors import InputError
+from shadow.evidence import EvidenceInputs, collect
 from shadow.gates import policy as policy_mod
 from shadow.gates.stats import min_fixtures_for, wilson_upper
 
@@ -561,3 +562,21 @@ def test_the_run_records_an_invalid_inventory_as_a_failed_check(tmp_path: Path) 
     good.write_text(json.dumps(ours()), encoding="utf-8")
     check, summary = evidence.check_inventory(str(good), ("retired",))
     assert check["active_legacy_writers"] == ["cli-compressor"] and summary is not None
+
+
+def test_the_noise_rules_a_run_applied_are_part_of_its_identity(tmp_path: Path) -> None:
+    """Two runs with different noise rules are two candidates at the gate (issue 15)."""
+    rules = tmp_path / "noise.json"
+    rules.write_text('{"schema": "shadow-noise-rules/v1", "rules": []}\n', encoding="utf-8")
+    report = {"candidate": {"corpus_digest": "sha256:c"}, "verdict": "GO", "phase": 1,
+              "totals": {}, "cases": [], "divergences": [], "legacy_defects": [],
+              "blocking_reasons": [], "generated_at": "x", "waivers": {}}
+
+    def ident(noise: Path | None) -> dict[str, Any]:
+        doc = collect(EvidenceInputs(report=report, policy_version="p", policy_digest="d",
+                                     recordings=None, waivers=None, inventory=None,
+                                     inactive_stages=(), noise=noise, check_schemas=False))
+        return dict(doc["identity"])
+
+    a, b = ident(rules), ident(None)
+    assert a["noise_digest"].startswith("sha256:") and b["noise_digest"] == "none"
