@@ -98,7 +98,21 @@ function closeNetwork() {
     mod.get = function get(...args) { throw blocked("http.get", describeTarget(args)); };
   }
   dns.lookup = function lookup(host) { throw blocked("dns.lookup", host); };
-  if (dns.promises) dns.promises.lookup = async (host) => { throw blocked("dns.lookup", host); };
+  for (const name of Object.keys(dns)) {
+    if (/^resolve/.test(name) && typeof dns[name] === "function") {
+      dns[name] = function resolve(host) { throw blocked(`dns.${name}`, host); };
+    }
+  }
+  if (dns.promises) {
+    dns.promises.lookup = async (host) => { throw blocked("dns.lookup", host); };
+    for (const name of Object.keys(dns.promises)) {
+      if (/^resolve/.test(name) && typeof dns.promises[name] === "function") {
+        dns.promises[name] = async (host) => { throw blocked(`dns.promises.${name}`, host); };
+      }
+    }
+  }
+  const dgram = require("node:dgram");
+  dgram.createSocket = function createSocket() { throw blocked("dgram.createSocket", ""); };
   globalThis.fetch = async function fetch(url) { throw blocked("fetch", url && url.url ? url.url : url); };
   if (typeof globalThis.WebSocket === "function") {
     globalThis.WebSocket = function WebSocket(url) { throw blocked("WebSocket", url); };

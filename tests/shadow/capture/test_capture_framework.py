@@ -39,6 +39,9 @@ export class PromptCompressor {
     }
     if (last === "HANG") { for (;;) {} }
     if (last === "NET") { try { await fetch("https://example.invalid/"); } catch (_e) {} }
+    if (last === "DNS") {
+      try { (await import("node:dns")).resolve4("example.invalid", () => {}); } catch (_e) {}
+    }
     const kept = ms.slice(-2);
     return { messages: kept, stats: { strategy: "standin", at: Date.now(), id: randomUUID(),
       originalMessages: ms.length, compressedMessages: kept.length } };
@@ -149,10 +152,11 @@ def test_a_timeout_is_a_capture_error_and_the_run_goes_on(root: Path, tmp_path: 
 
 
 def test_a_network_attempt_is_a_capture_error(root: Path, tmp_path: Path) -> None:
-    inputs = _inputs(tmp_path, alpha=["a", "NET"])
+    inputs = _inputs(tmp_path, alpha=["a", "NET"], beta=["a", "DNS"])
     code, out, _err = run_capture(root, inputs, tmp_path / "out")
     assert code == 1
     assert "alpha/cli.compress.json: network-attempt" in out
+    assert "beta/cli.compress.json: network-attempt" in out  # a DNS query is one too
     assert not (tmp_path / "out" / "alpha" / "cli.compress.json").exists()
 
 
