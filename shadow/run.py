@@ -30,7 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -41,10 +41,11 @@ from shadow import intended as intended_mod
 from shadow import noise_rules, outdir, reports
 from shadow import waivers as waiver_mod
 from shadow.divergence import Divergence, make, with_ids
-from shadow.errors import InputError, UsageError
-from shadow.fixtures import load_corpus
+from shadow.errors import FixtureError, InputError, UsageError
+from shadow.fixtures import Corpus, load_corpus
 from shadow.gates import policy as policy_mod
 from shadow.gates import rule
+from shadow.providers.cassettes import cassette_path
 from shadow.replay import reduce_results, replay_all, selected
 
 REPORT_SCHEMA: Final = "shadow-report/v1"
@@ -187,7 +188,7 @@ def execute(opts: RunOptions) -> RunResult:
     policy = policy_mod.load(opts.policy)
     setup = evidence_mod.prepare(opts, policy)  # bad --inventory/--attach/--previous: exit 2
     root = _fixtures_root(opts.fixtures)
-    corpus = load_corpus(root, noise=noise)
+    corpus = without_cassettes(load_corpus(root, noise=noise), opts.recordings)
     if not corpus.scenarios and not corpus.quarantined:
         raise InputError(root, "", "--fixtures: a folder holding at least one scenario "
                          "(<scenario>/input.json)", "no scenario")
@@ -265,6 +266,25 @@ def _judge(opts: RunOptions, corpus: Any, candidate: Any, results: Sequence[Any]
     report["verdict"], report["ladder"] = verdict, steps
     evidence["run"]["verdict"] = verdict
     return report, evidence_mod.seal(evidence), projections
+
+
+def without_cassettes(corpus: Corpus, recordings: str | Path | None) -> Corpus:
+    """Replaying from ``recordings``: a scenario whose capture recorded provider exchanges
+    but whose cassette is missing cannot be replayed — it is quarantined as a broken input
+    (never a provider request blamed on the candidate)."""
+    if recordings is None:
+        return corpus
+    missing = [s for s in corpus.scenarios if s.input.get("provider_responses")
+               and not cassette_path(recordings, s.name).is_file()]
+    if not missing:
+        return corpus
+    errs = tuple(FixtureError(f"{s.name}/input.json", "/provider_responses",
+                              f"a cassette {Path(recordings).name}/{s.name}.yaml for the "
+                              "recorded provider exchanges (rebuild: python -m "
+                              "shadow.providers.importer FIXTURES RECORDINGS)", "no cassette")
+                 for s in missing)
+    keep = tuple(s for s in corpus.scenarios if s not in missing)
+    return replace(corpus, scenarios=keep, quarantined=(*corpus.quarantined, *errs))
 
 
 def noise_usage(noise: noise_rules.NoiseRules, corpus: Any, surfaces: Sequence[str]

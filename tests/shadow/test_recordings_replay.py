@@ -1,12 +1,13 @@
 """`shadow run --recordings DIR`: the candidate's provider answers come from the cassettes.
 
-Both sides consume the same recorded answer; a missing recording is a blocking
-``shadow.side_effect`` attributed to the candidate, and nothing reaches the network.
+Both sides consume the same recorded answer; a request no recording answers is a blocking
+``shadow.side_effect`` attributed to the candidate (test_candidate_consistency,
+test_divergence); a recordings folder without the scenario's cassette quarantines the
+scenario; nothing reaches the network.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import socket
 from pathlib import Path
@@ -57,14 +58,19 @@ def test_cassette_replay_equals_capture_replay(tmp_path: Path, no_network: list[
     assert no_network == []
 
 
-def test_missing_cassette_is_blocking_side_effect(tmp_path: Path,
-                                                  no_network: list[object]) -> None:
+def test_missing_cassette_quarantines_the_scenario(tmp_path: Path,
+                                                   no_network: list[object]) -> None:
+    """Recordings without the scenario's cassette are stale input, not a kernel request
+    to blame: the scenario is quarantined (blocking, NO-GO) with the rebuild command, and
+    nothing reaches the network.  (A request the cassette does not answer is still
+    ``shadow.side_effect``: test_candidate_consistency and test_divergence.)"""
     fixtures = _corpus(tmp_path, ["provider-summary-ok"])
     recordings = tmp_path / "recordings"
     recordings.mkdir()  # an empty recordings folder: no cassette for the scenario
     report = _run(tmp_path, fixtures, recordings)
     assert report["verdict"] == "NO-GO"
-    effects = [d for d in report["divergences"] if d["reason_code"] == "shadow.side_effect"]
-    assert effects, json.dumps(report["totals"])
-    assert all(d["severity"] == "blocking" and d["attribution"] == "candidate" for d in effects)
+    invalid = [d for d in report["divergences"] if d["reason_code"] == "fixture.invalid"]
+    assert [(d["fixture"], d["severity"]) for d in invalid] == [("provider-summary-ok",
+                                                                 "blocking")]
+    assert "shadow.providers.importer" in invalid[0]["detail"]["expected"]
     assert no_network == []

@@ -122,3 +122,21 @@ def test_a_failing_run_leaves_the_previous_one(tmp_path: Path,
     assert _run(fx, out, "--record-candidate", str(out / "report.json")) == 2
     assert time.monotonic() - started < 30
     capsys.readouterr()
+
+
+def test_a_missing_cassette_is_a_broken_input_not_a_side_effect(tmp_path: Path) -> None:
+    """A provider scenario replayed from a recordings folder without its cassette is
+    quarantined with the rebuild command, never a provider request blamed on the kernel."""
+    fixtures = tmp_path / "fx"
+    shutil.copytree(ROOT / "fixtures" / "provider-summary-ok", fixtures / "provider-summary-ok")
+    shutil.copytree(ROOT / "fixtures" / "short-session", fixtures / "short-session")
+    empty = tmp_path / "recordings"
+    empty.mkdir()
+    out = tmp_path / "o"
+    assert main(["run", "--fixtures", str(fixtures), "--recordings", str(empty),
+                 "--out", str(out), "--skip-determinism"]) == 1
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    invalid = [d for d in report["divergences"] if d["reason_code"] == "fixture.invalid"]
+    assert [d["fixture"] for d in invalid] == ["provider-summary-ok"]
+    assert "shadow.providers.importer" in invalid[0]["detail"]["expected"]
+    assert not [d for d in report["divergences"] if d["reason_code"] == "shadow.side_effect"]
