@@ -7,6 +7,7 @@ Public modules:
 * ``collation`` — ``collation_key`` (ICU root, the peer's ``localeCompare``)
 * ``digest`` — canonical JSON, ``digest``, profiles
 * ``item_batch`` — many ContextItems at once (the planner's batch path, digest-style fast path)
+* ``jsjson`` — JavaScript ``JSON.stringify`` byte for byte (compact or indented)
 * ``items`` — ``normalize_context_item``, the ContextItem field rules, ``kernel_digest`` and
   its gate (``CanonicalKeys``, ``canonical_keys``, ``proven_keys``)
 * ``records`` — ``normalize_memory_record``, :class:`VerifiedRecord` (trusted by type)
@@ -16,4 +17,5 @@ Modules import only public names from other packages; the names a module exports
 its ``__all__``.
 """
 
-__all__ = ("checks", "collation", "digest", "item_batch", "items", "records", "timestamps")
+__all__ = ("checks", "collation", "digest", "item_batch", "items", "jsjson", "records",
+           "timestamps")

@@ -19,9 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.adapters.jsonl.chain import FileLock, js_number, js_stringify, verify_bytes
+from kernel.adapters.jsonl.chain import FileLock, verify_bytes
 from kernel.adapters.jsonl.messages import items_to_messages
 from kernel.adapters.jsonl.session import JsonlSessionPort
+from kernel.canonical.jsjson import js_number, js_stringify
 from kernel.compaction.service import CompactionKernel
 from kernel.errors import InvalidArgument, StoreFailure
 

@@ -5,12 +5,9 @@ Line format (``packages/cli/src/harness/jsonl-session-store.js``)::
     {"type": ..., "timestamp": <ms>, "data": ..., "prevHash": <hex|null>, "hash": <hex>}
     hash = sha256_hex((prevHash or "genesis") + "\\n" + JSON.stringify({type, timestamp, data}))
 
-``js_stringify`` reproduces JavaScript ``JSON.stringify`` for JSON data: object
-keys in JavaScript enumeration order (array-index keys first, ascending, then
-insertion order), numbers as ``Number#toString``, strings escaped as V8 does
-(lone surrogates as ``\\udxxx``).  A parsed line therefore re-hashes to the
-bytes the legacy writer hashed, and a line we write verifies under the legacy
-verifier.
+``js_stringify`` (:mod:`kernel.canonical.jsjson`, re-exported here) reproduces
+JavaScript ``JSON.stringify`` for JSON data, so a parsed line re-hashes to the bytes the
+legacy writer hashed, and a line we write verifies under the legacy verifier.
 
 ``verify_lines`` mirrors the legacy ``verifyTranscriptLines`` statuses:
 ``verified``, ``partial`` (legacy prefix, then a valid chain), ``legacy``,
@@ -26,17 +23,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
-import re
 import time
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from kernel.vocabulary import MAX_EXACT_INTEGER
+from kernel.canonical.jsjson import js_stringify
 
 try:  # POSIX
     import fcntl as _fcntl
@@ -49,84 +43,6 @@ except ImportError:  # POSIX
     _msvcrt = None
 
 GENESIS: Final = "genesis"
-_INDEX_KEY = re.compile(r"0|[1-9][0-9]*")
-_MAX_INDEX: Final = 4294967294
-_ESCAPE = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
-_SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-# --------------------------------------------------------------------------- JSON.stringify
-
-
-def _is_index(key: str) -> bool:
-    return _INDEX_KEY.fullmatch(key) is not None and int(key) <= _MAX_INDEX
-
-
-def js_key_order(keys: list[str]) -> list[str]:
-    """JavaScript own-property order: integer-index keys ascending, then insertion order."""
-    index = sorted((k for k in keys if _is_index(k)), key=int)
-    return index + [k for k in keys if not _is_index(k)]
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    ch = match.group(0)
-    return _SHORT.get(ch) or f"\\u{ord(ch):04x}"
-
-
-def _js_string(text: str) -> str:
-    # Surrogate pairs held as two code points form one JS character: join them first.
-    if re.search("[\ud800-\udbff][\udc00-\udfff]", text):
-        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-    return '"' + _ESCAPE.sub(_escape_char, text) + '"'
-
-
-def js_number(value: int | float) -> str:
-    """``Number#toString`` of ``value`` taken as an IEEE-754 double."""
-    x = float(value) if isinstance(value, int) and abs(value) > MAX_EXACT_INTEGER else value
-    if isinstance(x, int):
-        return str(x)
-    if not math.isfinite(x):
-        return "null"  # JSON.stringify writes non-finite numbers as null
-    if x == 0:
-        return "0"
-    sign = "-" if x < 0 else ""
-    t = Decimal(repr(abs(x))).normalize().as_tuple()
-    digits = "".join(map(str, t.digits))
-    k = len(digits)
-    n = k + int(t.exponent)  # value = 0.digits × 10**n
-    if k <= n <= 21:
-        body = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        body = digits[:n] + "." + digits[n:]
-    elif -6 < n <= 0:
-        body = "0." + "0" * (-n) + digits
-    else:
-        e = n - 1
-        mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
-        body = f"{mantissa}e{'+' if e > 0 else '-'}{abs(e)}"
-    return sign + body
-
-
-def js_stringify(value: Any) -> str:
-    """``JSON.stringify(value)`` for JSON data (dict, list, str, int, float, bool, None)."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return _js_string(value)
-    if isinstance(value, int | float):
-        return js_number(value)
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(js_stringify(v) for v in value) + "]"
-    if isinstance(value, dict):
-        keys = js_key_order([str(k) for k in value])
-        lookup = {str(k): v for k, v in value.items()}
-        return "{" + ",".join(_js_string(k) + ":" + js_stringify(lookup[k]) for k in keys) + "}"
-    raise TypeError(f"not JSON data: {type(value).__name__}")
-
 
 # --------------------------------------------------------------------------- chain
 

@@ -50,11 +50,11 @@ from kernel.adapters.jsonl.chain import (
     FileLock,
     append_durably,
     encode_event,
-    js_stringify,
     verify_bytes,
 )
 from kernel.adapters.jsonl.messages import SourceMessage, items_to_messages, messages_to_items
 from kernel.canonical.digest import Profile
+from kernel.canonical.jsjson import js_stringify
 from kernel.canonical.timestamps import iso_to_epoch_ms
 from kernel.errors import InvalidArgument, KernelError, StoreFailure, StoreReadOnly
 from kernel.ports import CasResult, OperationRecord, SessionSnapshot
