@@ -187,6 +187,21 @@ class Projection:
         return None
 
 
+_OUTCOME_FIELDS: Final = frozenset(f.name for f in fields(ProviderOutcome))
+
+
+def provider_calls(p: Projection) -> list[ProviderOutcome | None]:
+    """The provider outcome of each call of a capture, call 1 first: the earlier calls of a
+    multi-call capture (``facts.provider_history``; an entry that is not an outcome is
+    None), then the projection's own last call (``provider``, None when not reported)."""
+    history = p.facts.get("provider_history") if isinstance(p.facts, Mapping) else None
+    calls: list[ProviderOutcome | None] = [
+        ProviderOutcome(**h) if isinstance(h, Mapping) and set(h) <= _OUTCOME_FIELDS else None
+        for h in (history if isinstance(history, list) else ())]
+    calls.append(p.provider)
+    return calls
+
+
 def projection_key(p: Projection) -> dict[str, Any]:
     """Everything that decides equality of two projections (producer excluded)."""
     wire = to_wire(p)

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from shadow.canonical import CanonItem
 from shadow.divergence import Violation
-from shadow.projection import Projection
+from shadow.projection import Projection, provider_calls
 
 #: a derived text at least this long has a sketch (``provenance.MIN_TOKENS`` words fit in
 #: far fewer characters); a longer one without it hides where its text came from
@@ -197,10 +197,7 @@ def _failure(p: Projection) -> list[Violation]:
 def _call_truths(p: Projection) -> list[str | None]:
     """The recorded truth of each provider call of a capture, call 1 first: the earlier
     calls of a multi-call capture (``provider_history``), then the projection's own."""
-    history = p.facts.get("provider_history") if isinstance(p.facts, Mapping) else None
-    truths = [h.get("truth") for h in (history or ()) if isinstance(h, Mapping)]
-    truths.append(p.provider.truth if p.provider is not None else None)
-    return truths
+    return [pr.truth if pr is not None else None for pr in provider_calls(p)]
 
 
 def _summary_call(item_id: str, calls: int) -> int:

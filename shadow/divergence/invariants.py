@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from shadow.canonical import Canon, CanonItem
@@ -46,7 +46,7 @@ from shadow.divergence import Violation
 from shadow.divergence import claims as claims_mod
 from shadow.divergence import provenance as prov
 from shadow.divergence.memory import check_memory
-from shadow.projection import PItem, Projection, ProviderOutcome
+from shadow.projection import PItem, Projection, provider_calls
 
 #: Drops a protected item may legitimately suffer: governance (design 108 §7), the user's
 #: own removal, an invalid candidate, or host policy that a session store does not persist
@@ -338,12 +338,10 @@ def _provider(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
         if bad:
             out.append(Violation("secret.leaked", tuple(bad),
                                  {"sink": "summarizer request", "count": len(bad)}))
-    history = p.facts.get("provider_history") if isinstance(p.facts, Mapping) else None
-    outcomes: list[tuple[int | None, ProviderOutcome]] = [
-        (n + 1, ProviderOutcome(**h)) for n, h in enumerate(history or ())
-        if isinstance(h, Mapping) and set(h) <= _OUTCOME_FIELDS]
-    if p.provider is not None:
-        outcomes.append((None, p.provider))  # the last call: the projection's own
+    calls = provider_calls(p)
+    # call numbers for the earlier calls; the last call (the projection's own) is None
+    outcomes = [(n + 1 if n < len(calls) - 1 else None, pr)
+                for n, pr in enumerate(calls) if pr is not None]
     ids = _summary_ids(p)
     for call, pr in outcomes:
         if pr.truth is None:
@@ -369,7 +367,5 @@ def _provider(p: Projection, cis: Mapping[str, CanonItem]) -> list[Violation]:
                                  {**detail, "usage": pr.usage}))
     return out
 
-
-_OUTCOME_FIELDS: Final = frozenset(f.name for f in fields(ProviderOutcome))
 
 
