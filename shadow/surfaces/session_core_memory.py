@@ -134,10 +134,8 @@ def _op_in(st: _State, i: int, op: str, store: str | None, args: Any, result: An
         st.ids[str(result.get("id"))] = ident
         st.put(ident, result)
         st.where[ident] = {store}
-        req = args if isinstance(args, Mapping) else {}
-        return MemOp(i, op, "ok", created=(ident,),
-                     detail={"selector": {"scope": req.get("scope"),
-                                          "scope_id": req.get("scopeId")}})
+        asked = _asked_selector(op, args) or {"scope": None, "scope_id": None}
+        return MemOp(i, op, "ok", created=(ident,), detail={"selector": asked})
     if op in ("open", "hydrate"):
         loaded = tuple(st.ident(x) for x in list_at(raw, "store_ids"))
         restored = _present(st, loaded, store)
@@ -167,9 +165,8 @@ def _op_in(st: _State, i: int, op: str, store: str | None, args: Any, result: An
             return MemOp(i, op, "ok", detail={"receipt": True, **target})
         return MemOp(i, op, "noop", detail={"receipt": bool(result), **target})
     if op == "clearScope":
-        a = args if isinstance(args, list) else []
-        scope = a[0] if a else None
-        sid = a[1] if len(a) > 1 else None
+        asked = _asked_selector(op, args) or {"scope": None, "scope_id": None}
+        scope, sid = asked["scope"], asked["scope_id"]
         hit = [k for k in st.order if st.recs[k]["state"] != "deleted"
                and store in st.where.get(k, ())
                and st.recs[k]["scope"] == scope
@@ -180,11 +177,10 @@ def _op_in(st: _State, i: int, op: str, store: str | None, args: Any, result: An
             st.recs[k]["state"] = "deleted"
             st.where[k].discard(store)
         return MemOp(i, op, "ok", deleted=tuple(hit),
-                     detail={"receipt": result, "selector": {"scope": scope, "scope_id": sid}})
+                     detail={"receipt": result, "selector": asked})
     if op in ("recall", "list", "get"):
-        sel: dict[str, Any] = {}
-        if isinstance(args, Mapping) and op != "get":
-            sel = {"selector": {"scope": args.get("scope"), "scope_id": args.get("scopeId")}}
+        asked = _asked_selector(op, args)
+        sel: dict[str, Any] = {"selector": asked} if asked else {}
         returned = _returned(st, result)
         restored = _present(st, returned, store)
         if restored:
