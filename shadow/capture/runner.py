@@ -454,9 +454,13 @@ def load_input(path: Path) -> tuple[str, dict[str, Any]]:
     return text, doc
 
 
-def capture_scenario(session: _Session, name: str, path: Path,
-                     listed: Sequence[str] | None) -> tuple[dict[str, Any], list[Outcome]]:
-    input_text, inp = load_input(path)
+#: a scenario as the capture reads it once: its name, input.json's text and object
+Scenario = tuple[str, str, dict[str, Any]]
+
+
+def capture_scenario(session: _Session, scenario: Scenario, listed: Sequence[str] | None
+                     ) -> tuple[dict[str, Any], list[Outcome]]:
+    name, input_text, inp = scenario
     outcomes: list[Outcome] = []
     sources: dict[str, Any] = {}
     for job in _capture_order(plan(name, inp, listed)):
@@ -503,8 +507,9 @@ def capture(opts: CaptureOptions, progress: Callable[[str], None] | None = None
     if not root.is_dir():
         raise CaptureError(f"--legacy-root {root}: not a folder")
     listed = _listed(opts.inputs)
-    scenarios = _scenarios(opts.inputs, opts.only, list(listed))
-    jobs = [j for n, p in scenarios for j in plan(n, load_input(p)[1], listed.get(n))]
+    scenarios: list[Scenario] = [(n, *load_input(p))
+                                 for n, p in _scenarios(opts.inputs, opts.only, list(listed))]
+    jobs = [j for n, _text, doc in scenarios for j in plan(n, doc, listed.get(n))]
     _check_entries(root, jobs, opts.jetbrains_classpath)
     _check_out(opts)
     noise_file = opts.noise_rules
@@ -528,7 +533,7 @@ def capture(opts: CaptureOptions, progress: Callable[[str], None] | None = None
 
 
 def _capture_all(opts: CaptureOptions, commit: str, node: str,
-                 scenarios: Sequence[tuple[str, Path]], listed: Mapping[str, list[str]],
+                 scenarios: Sequence[Scenario], listed: Mapping[str, list[str]],
                  out: Path, say: Callable[[str], None]) -> CaptureResult:
     noise_file = opts.noise_rules
     session = _Session(opts, commit, 1, node)
@@ -556,13 +561,14 @@ def _capture_all(opts: CaptureOptions, commit: str, node: str,
     return first
 
 
-def _capture_run(session: _Session, scenarios: Sequence[tuple[str, Path]],
+def _capture_run(session: _Session, scenarios: Sequence[Scenario],
                  listed: Mapping[str, list[str]], out: Path, node: str,
                  say: Callable[[str], None], inputs: Path) -> CaptureResult:
     entries: list[dict[str, Any]] = []
     outcomes: list[Outcome] = []
-    for n, (name, path) in enumerate(scenarios, 1):
-        got, outs = capture_scenario(session, name, path, listed.get(name))
+    for n, scenario in enumerate(scenarios, 1):
+        name = scenario[0]
+        got, outs = capture_scenario(session, scenario, listed.get(name))
         say(f"capture {n}/{len(scenarios)} {name}: {len(outs)} files"
             + ("" if session.repeat == 1 else f" (repeat {session.repeat})"))
         outcomes += outs
