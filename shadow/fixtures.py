@@ -73,6 +73,11 @@ class Scenario:
     digest: str  # sha256 over the scenario's files (names + bytes), sorted
 
     @property
+    def synthetic(self) -> bool:
+        """Written by ``shadow synth`` (docs/scale.md): the gate refuses it as evidence."""
+        return self.input.get("synthetic") is True
+
+    @property
     def kind(self) -> str:
         if self.input.get("memory_ops"):
             return "memory"
@@ -243,6 +248,7 @@ def validate_input(doc: Any, src: str, scenario: str) -> dict[str, Any]:
         raise FixtureError(src, "/scenario", f"the folder name {scenario!r}", "another name")
     _strings(_require(d, "tags", src, ""), src, "/tags")
     _opt(d, "description", _str, src, "")
+    _opt(d, "synthetic", _bool, src, "")  # written by `shadow synth`: never release evidence
     _messages(_require(d, "messages", src, ""), src, "/messages")
     for i, resp in enumerate(
         _list(_require(d, "provider_responses", src, ""), src, "/provider_responses")
