@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from shadow.boundary import join_pointer, loads, read_regular, regular_file_problem
 from shadow.canonical import js_safe_integer
 from shadow.errors import FixtureError, InputError, describe
 from shadow.noise_rules import NO_RULES, NoiseRules, given_values, neutralise
+
+if TYPE_CHECKING:
+    from shadow.corpus_source import CorpusSource
 
 INPUT_FORMAT = "legacy-capture-input/v1"
 CAPTURE_FORMAT = "legacy-capture/v1"
@@ -504,56 +506,91 @@ def _parse(data: bytes, src: str) -> Any:
         raise FixtureError(src, exc.pointer, exc.expected, exc.got) from None
 
 
+def _require_input(names: Iterable[str], sname: str) -> None:
+    if "input.json" not in names:
+        raise FixtureError(f"{sname}/input.json", "", "a readable regular file input.json "
+                           f"({INPUT_FORMAT}) in every scenario folder", "no such file")
+
+
+def read_scenario_folder(sdir: Path, sname: str) -> list[tuple[str, bytes]]:
+    """The ``*.json`` files of one scenario folder, ``(file name, bytes)`` with
+    ``input.json`` first, or a :class:`FixtureError` (``sname`` is the folder relative to
+    the corpus root): hidden entries are ignored; a subfolder, another spelling of
+    ``.json`` or a ``*.json`` entry that is not a regular readable file is refused."""
+    listing = _listing(sdir, sname, "a readable scenario folder")
+    for p in listing:  # a capture renamed or moved aside must not vanish unnoticed
+        if p.suffix.lower() == ".json" and p.suffix != ".json":
+            raise FixtureError(f"{sname}/{p.name}", "", "a capture named "
+                               "<surface>.<entry>.json (lower-case .json)",
+                               "another spelling of .json")
+        if _is_dir(p):
+            raise FixtureError(f"{sname}/{p.name}", "", "only capture files in a scenario "
+                               "folder (the capture tool writes no subfolder)", "a folder")
+    entries = [p for p in listing if p.name.endswith(".json")]
+    _require_input((p.name for p in entries), sname)
+    return [(p.name, _read(p, f"{sname}/{p.name}"))
+            for p in sorted(entries, key=lambda p: (p.name != "input.json", p.name))]
+
+
 def load_scenario(sdir: Path, root: Path, noise: NoiseRules = NO_RULES) -> Scenario:
     """One scenario folder, validated; its captures neutralised by ``noise``'s reviewed
     rules (before two captures of one call are compared: a difference on a learned
     volatile field is not a different result)."""
     sname = _rel(sdir, root)
-    listing = _listing(sdir, sname, "a readable scenario folder")
-    for p in listing:  # a capture renamed or moved aside must not vanish unnoticed
-        if p.suffix.lower() == ".json" and p.suffix != ".json":
-            raise FixtureError(_rel(p, root), "", "a capture named <surface>.<entry>.json "
-                               "(lower-case .json)", "another spelling of .json")
-        if _is_dir(p):
-            raise FixtureError(_rel(p, root), "", "only capture files in a scenario folder "
-                               "(the capture tool writes no subfolder)", "a folder")
-    entries = [p for p in listing if p.name.endswith(".json")]
+    return _scenario(sdir.name, sname, read_scenario_folder(sdir, sname), noise)
+
+
+def scenario_from_files(name: str, files: Sequence[tuple[str, bytes]],
+                        noise: NoiseRules = NO_RULES) -> Scenario:
+    """The scenario ``name`` from its files as read (``(file name, bytes)``, the
+    ``*.json`` files of its folder in any order), validated as :func:`load_scenario`
+    validates a folder: the digest over the names and bytes, ``input.json``, every capture,
+    the reviewed ``noise`` rules and the consistency of captures of one call; a problem is
+    a :class:`FixtureError` naming ``<name>/<file>``."""
+    return _scenario(name, name, files, noise)
+
+
+def _scenario(name: str, sname: str, files: Sequence[tuple[str, bytes]],
+              noise: NoiseRules) -> Scenario:
+    data = dict(files)
+    if len(data) != len(files):
+        dup = sorted(f for f in data if sum(1 for g, _ in files if g == f) > 1)[0]
+        raise FixtureError(f"{sname}/{dup}", "", "one file of each name in a scenario",
+                           "two files of that name")
+    _require_input(data, sname)
     input_src = f"{sname}/input.json"
-    if not any(p.name == "input.json" for p in entries):
-        raise FixtureError(input_src, "", "a readable regular file input.json "
-                           f"({INPUT_FORMAT}) in every scenario folder", "no such file")
-    data = {p.name: _read(p, _rel(p, root))
-            for p in sorted(entries, key=lambda p: (p.name != "input.json", p.name))}
     h = hashlib.sha256()
     for fname in sorted(data):
         h.update(fname.encode("utf-8") + b"\0")
         h.update(data[fname])
         h.update(b"\0")
-    inp = validate_input(_parse(data["input.json"], input_src), input_src, sdir.name)
+    inp = validate_input(_parse(data["input.json"], input_src), input_src, name)
     captures = []
     for fname in sorted(data):
         if fname == "input.json":
             continue
         csrc = f"{sname}/{fname}"
-        captures.append(validate_capture(_parse(data[fname], csrc), csrc, sdir.name,
+        captures.append(validate_capture(_parse(data[fname], csrc), csrc, name,
                                          fname[: -len(".json")]))
     if noise.applied:
         given = given_values(inp)
-        captures = [neutralised(c, noise, given, sdir.name) for c in captures]
+        captures = [neutralised(c, noise, given, name) for c in captures]
     check_consistent(captures)
-    return Scenario(name=sdir.name, input_file=input_src, input=inp, captures=tuple(captures),
+    return Scenario(name=name, input_file=input_src, input=inp, captures=tuple(captures),
                     digest="sha256:" + h.hexdigest())
 
 
-def _top_level(root: Path) -> tuple[list[Path], list[FixtureError]]:
-    """(scenario folders, quarantined top-level entries): a top-level entry that is neither
-    a folder nor a regular file (a FIFO, a dangling or looping symlink…) is quarantined."""
+def _top_level(root: Path) -> tuple[list[Path], list[FixtureError], list[Path]]:
+    """(scenario folders, quarantined top-level entries, corpus metadata files): a
+    top-level entry that is neither a folder nor a regular file (a FIFO, a dangling or
+    looping symlink…) is quarantined."""
     try:
         listing = _listing(root, str(root), "a readable fixture folder")
     except FixtureError as exc:
         raise InputError(root, "", exc.expected, exc.got) from None
     dirs: list[Path] = []
     odd: list[FixtureError] = []
+    files: list[Path] = []
     for p in listing:
         if _is_dir(p):
             dirs.append(p)
@@ -562,51 +599,86 @@ def _top_level(root: Path) -> tuple[list[Path], list[FixtureError]]:
         if problem is not None:
             odd.append(FixtureError(p.name, "", "a scenario folder or a regular corpus "
                                     "metadata file", problem))
-    return dirs, odd
+        else:
+            files.append(p)
+    return dirs, odd, files
 
 
 def load_corpus(root: Path | str, only: Iterable[str] | None = None,
                 noise: NoiseRules = NO_RULES) -> Corpus:
-    """Load every scenario under ``root``; bad ones are quarantined, never fatal.  The
-    reviewed rules of ``noise`` neutralise learned volatile fields of every capture
-    (docs/noise.md); the corpus digest is over the files' bytes, as they are.
+    """Load every scenario of the corpus at ``root`` — a folder, a ``.tar``/``.tar.gz``/
+    ``.tgz``/``.zip`` archive of one or a ``shadow-corpus-shards/v1`` listing
+    (:func:`shadow.corpus_source.open_source`, docs/fixtures.md "Corpus sources"); bad
+    scenarios are quarantined, never fatal.  The reviewed rules of ``noise`` neutralise
+    learned volatile fields of every capture (docs/noise.md); the corpus digest is over the
+    files' bytes, as they are.
 
-    A folder with no scenario folder at all is an :class:`InputError` (nothing to judge is
+    A corpus with no scenario folder at all is an :class:`InputError` (nothing to judge is
     never a GO)."""
-    root = Path(root)
-    if not root.is_dir():
-        raise InputError(root, "", "a fixture folder in the legacy-capture/v1 layout",
-                         "no such folder")
-    dirs, odd = _top_level(root)
-    if not dirs and not odd:
+    from shadow.corpus_source import open_source  # it reads folders with this module
+
+    with open_source(root) as source:
+        return corpus_from_source(source, only, noise)
+
+
+def corpus_from_source(source: CorpusSource, only: Iterable[str] | None = None,
+                       noise: NoiseRules = NO_RULES) -> Corpus:
+    """:func:`load_corpus` over an open :class:`~shadow.corpus_source.CorpusSource`:
+    the scenarios are read and validated one at a time.  A scenario name a later shard
+    repeats is quarantined there ("also in <origin>")."""
+    odd = source.problems()
+    if source.count() == 0 and not odd:
         got = ("one scenario folder (input.json at its top)"
-               if os.path.lexists(root / "input.json") else "no scenario folder")
-        raise InputError(root, "", "a fixture folder holding <scenario>/input.json folders",
-                         got)
+               if any(n == "input.json" for _, n in source.metadata_names())
+               else "no scenario folder")
+        raise InputError(source.label, "", "a fixture folder holding <scenario>/input.json "
+                         "folders", got)
     wanted = set(only) if only else None
+    manifests = _manifests(source)
+    listed: dict[str, set[str]] = {}  # scenario -> the files a manifest lists for it
+    for _, _, doc in manifests:
+        if doc is None:
+            continue
+        for name, (_, entry) in _listed(doc, wanted):
+            listed.setdefault(name, set()).update(_listed_files(entry))
+    members: dict[str, frozenset[str]] = {}
+    origin_of: dict[str, str] = {}
     scenarios: list[Scenario] = []
     quarantined: list[FixtureError] = [
         e for e in odd if wanted is None or e.source in wanted]
-    for sdir in dirs:
-        if wanted is not None and sdir.name not in wanted:
+    for unit in source.units(wanted):
+        if unit.name in origin_of:
+            first = origin_of[unit.name] or source.label
+            quarantined.append(FixtureError(
+                f"{unit.name}/input.json", "", "a scenario name of its own (one scenario "
+                "folder of that name in the corpus)", f"also in {first}"))
             continue
+        origin_of[unit.name] = unit.origin
+        if unit.name in listed:
+            members[unit.name] = frozenset(
+                f for f in listed[unit.name] if source.has_file(unit, f))
         try:
-            scenarios.append(load_scenario(sdir, root, noise))
+            if unit.error is not None:
+                raise unit.error
+            scenarios.append(scenario_from_files(unit.name, unit.files, noise))
         except FixtureError as exc:
             quarantined.append(exc)
     scenarios, copies = _without_copies(scenarios)
     quarantined += copies
-    quarantined += _manifest_problems(root, {s.name for s in scenarios}
-                                      | {q.source.split("/", 1)[0] for q in quarantined},
-                                      wanted)
+    present = {s.name for s in scenarios} | {q.source.split("/", 1)[0] for q in quarantined}
+    for origin, problem, doc in manifests:
+        if problem is not None:
+            quarantined.append(problem)
+        else:
+            quarantined += _manifest_problems(doc, origin, present, members, wanted)
     quarantined.sort(key=lambda e: e.source)
     h = hashlib.sha256()
     for s in scenarios:
         h.update(f"{s.name}\0{s.digest}\n".encode())
     for q in quarantined:
         h.update(f"quarantined\0{q.source}\n".encode())
-    return Corpus(root=str(root), scenarios=tuple(scenarios), quarantined=tuple(quarantined),
-                  digest="sha256:" + h.hexdigest())
+    return Corpus(root=source.root, scenarios=tuple(scenarios),
+                  quarantined=tuple(quarantined), digest="sha256:" + h.hexdigest())
 
 
 def _content_key(sc: Scenario) -> str:
@@ -641,36 +713,61 @@ def _without_copies(scenarios: list[Scenario]) -> tuple[list[Scenario], list[Fix
 MANIFEST_FORMAT = "legacy-capture-manifest/v1"
 
 
-def _manifest_problems(root: Path, present: set[str],
-                       wanted: set[str] | None) -> list[FixtureError]:
-    """When the corpus carries the capture tool's ``MANIFEST.json``, every scenario and
-    capture file it lists must be there: a deleted capture is quarantined, never silently
-    left out of the judgement."""
-    path = root / "MANIFEST.json"
-    if not path.is_file():
-        return []
-    try:
-        doc = loads(read_regular(path, "MANIFEST.json"), "MANIFEST.json")
-    except InputError as exc:
-        return [FixtureError("MANIFEST.json", exc.pointer, exc.expected, exc.got)]
-    if not isinstance(doc, Mapping) or doc.get("format") != MANIFEST_FORMAT:
-        return []  # not the capture tool's manifest: corpus metadata only
-    out: list[FixtureError] = []
-    listed = doc.get("scenarios")
+def _manifests(source: CorpusSource) -> list[tuple[str, FixtureError | None, Any]]:
+    """(origin, problem, document) of every capture-tool ``MANIFEST.json`` of the corpus
+    (one per shard at most); another ``MANIFEST.json`` is corpus metadata only."""
+    out: list[tuple[str, FixtureError | None, Any]] = []
+    for origin, name in source.metadata_names():
+        if name != "MANIFEST.json":
+            continue
+        try:
+            doc = loads(source.metadata(name, origin) or b"", "MANIFEST.json")
+        except InputError as exc:
+            out.append((origin, FixtureError("MANIFEST.json", exc.pointer, exc.expected,
+                                             exc.got), None))
+            continue
+        if isinstance(doc, Mapping) and doc.get("format") == MANIFEST_FORMAT:
+            out.append((origin, None, doc))
+    return out
+
+
+def _listed(doc: Any, wanted: set[str] | None) -> Iterator[tuple[str, tuple[int, Any]]]:
+    """(scenario name, (index, entry)) of every scenario a manifest lists (and ``wanted``)."""
+    listed = doc.get("scenarios") if isinstance(doc, Mapping) else None
     for i, entry in enumerate(listed if isinstance(listed, list) else []):
         name = entry.get("id") if isinstance(entry, Mapping) else None
-        if not isinstance(name, str) or (wanted is not None and name not in wanted):
-            continue
+        if isinstance(name, str) and (wanted is None or name in wanted):
+            yield name, (i, entry)
+
+
+def _listed_files(entry: Any) -> Iterator[str]:
+    surfaces = entry.get("surfaces") if isinstance(entry, Mapping) else None
+    for surf in surfaces if isinstance(surfaces, list) else []:
+        fname = surf.get("file") if isinstance(surf, Mapping) else None
+        if isinstance(fname, str):
+            yield fname
+
+
+def _manifest_problems(doc: Any, origin: str, present: set[str],
+                       members: Mapping[str, frozenset[str]],
+                       wanted: set[str] | None) -> list[FixtureError]:
+    """When the corpus carries the capture tool's ``MANIFEST.json``, every scenario and
+    capture file it lists must be there (``members``: the regular files of each listed
+    scenario found): a deleted capture is quarantined, never silently left out of the
+    judgement.  In a sharded corpus a shard's manifest may list any shard's scenarios."""
+    where = f"MANIFEST.json of {origin}" if origin else "MANIFEST.json"
+    out: list[FixtureError] = []
+    for name, (i, entry) in _listed(doc, wanted):
         if name not in present:
-            out.append(FixtureError(f"{name}/input.json", "", "the scenario MANIFEST.json "
+            out.append(FixtureError(f"{name}/input.json", "", f"the scenario {where} "
                                     f"lists (/scenarios/{i})", "no such folder"))
             continue
         surfaces = entry.get("surfaces")
         for j, surf in enumerate(surfaces if isinstance(surfaces, list) else []):
             fname = surf.get("file") if isinstance(surf, Mapping) else None
-            if isinstance(fname, str) and not (root / name / fname).is_file():
+            if isinstance(fname, str) and fname not in members.get(name, frozenset()):
                 failed = isinstance(surf, Mapping) and surf.get("status") == "capture-error"
-                out.append(FixtureError(f"{name}/{fname}", "", "the capture MANIFEST.json "
+                out.append(FixtureError(f"{name}/{fname}", "", f"the capture {where} "
                                         f"lists (/scenarios/{i}/surfaces/{j})",
                                         "no such file: the capture failed (MANIFEST "
                                         "capture_errors)" if failed else "no such file"))
