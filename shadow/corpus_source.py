@@ -435,6 +435,9 @@ class ZipSource(ArchiveSource):
             self._file.close()
             raise InputError(path, "", "a readable zip archive",
                              f"{type(exc).__name__}: {exc}") from None
+        except BaseException:
+            self._file.close()
+            raise
 
     @staticmethod
     def _member(info: zipfile.ZipInfo) -> _Member:
@@ -442,7 +445,7 @@ class ZipSource(ArchiveSource):
         kind = "file"
         if stat.S_ISLNK(mode):
             kind = "a symlink"
-        elif info.is_dir() or stat.S_ISDIR(mode):
+        elif info.filename.endswith("/") or stat.S_ISDIR(mode):
             kind = "dir"
         elif stat.S_IFMT(mode) and not stat.S_ISREG(mode):
             kind = "a special"
@@ -503,15 +506,15 @@ class TarSource(ArchiveSource):
                 listed.append(_Member(info.name, _tar_kind(info), info.size, info.offset_data))
             self._check_end(last)
             self._classify(listed, by_name=False)
-        except InputError:
-            self._file.close()
-            raise
         except _TAR_ERRORS as exc:
             self._file.close()
             at = f"damaged or truncated after member {_shown(last)}" if last else \
                 "not a tar archive, or damaged at its first member"
             raise InputError(path, "", "a readable tar archive",
                              f"{at} ({type(exc).__name__}: {exc})") from None
+        except BaseException:  # an InputError of _check_end included
+            self._file.close()
+            raise
 
     def _check_end(self, last: str) -> None:
         """tarfile stops quietly at a header it cannot read: what follows the last member
