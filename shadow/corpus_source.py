@@ -567,7 +567,7 @@ class ShardedSource(CorpusSource):
         self._shards: list[CorpusSource] = []
         try:
             for origin, shard in _shard_paths(path):
-                self._shards.append(_open_kind(shard, origin, nested=False))
+                self._shards.append(_open_kind(shard, origin, listing=False))
         except BaseException:
             self.close()
             raise
@@ -663,7 +663,7 @@ def _kind(path: Path) -> str | None:
     return "unknown"
 
 
-def _open_kind(path: Path, origin: str | None, nested: bool = True) -> CorpusSource:
+def _open_kind(path: Path, origin: str | None, listing: bool = True) -> CorpusSource:
     kind = _kind(path)
     if kind is None:
         raise InputError(path, "", EXPECTED, "no such folder or file")
@@ -676,7 +676,7 @@ def _open_kind(path: Path, origin: str | None, nested: bool = True) -> CorpusSou
         "tar": TarSource, "zip": ZipSource}
     if kind in openers:
         return openers[kind](path, origin)
-    if kind == "listing" and nested:
+    if kind == "listing" and listing:
         return ShardedSource(path)
     raise InputError(path, "", EXPECTED, f"a file named {_shown(path.name)}")
 

@@ -178,6 +178,14 @@ def test_a_single_scenario_archive_is_one_scenario(tmp_path: Path) -> None:
     assert "one scenario folder" in err.value.got
 
 
+def test_a_tar_with_interleaved_scenarios_reads_each_whole(tmp_path: Path) -> None:
+    small = _small(tmp_path)
+    members = list(_files(small))
+    interleaved = sorted(members, key=lambda m: (m[0].split("/")[1], m[0]))
+    assert interleaved[0][0].split("/")[0] != interleaved[1][0].split("/")[0]
+    _same(load_corpus(small), load_corpus(_tar(tmp_path / "mixed.tar.gz", interleaved, "w:gz")))
+
+
 # =========================================================================== laziness
 
 
