@@ -120,6 +120,18 @@ class CorpusSource(abc.ABC):
         """Whether the scenario of ``unit`` holds a regular file ``name``."""
         return name in unit.members
 
+    def nothing_to_judge(self) -> InputError | None:
+        """The :class:`InputError` of a corpus with no scenario folder and no quarantined
+        entry at all (nothing to judge is never a GO), None otherwise; it says when the
+        path is one scenario folder given by mistake (``input.json`` at its top)."""
+        if self.count() or self.problems():
+            return None
+        got = ("one scenario folder (input.json at its top)"
+               if any(n == "input.json" for _, n in self.metadata_names())
+               else "no scenario folder")
+        return InputError(self.label, "", "a fixture folder holding <scenario>/input.json "
+                          "folders", got)
+
     def close(self) -> None:  # noqa: B027  (nothing to release by default)
         """Release the open archive(s)."""
 

@@ -626,13 +626,10 @@ def corpus_from_source(source: CorpusSource, only: Iterable[str] | None = None,
     """:func:`load_corpus` over an open :class:`~shadow.corpus_source.CorpusSource`:
     the scenarios are read and validated one at a time.  A scenario name a later shard
     repeats is quarantined there ("also in <origin>")."""
+    empty = source.nothing_to_judge()
+    if empty is not None:
+        raise empty
     odd = source.problems()
-    if source.count() == 0 and not odd:
-        got = ("one scenario folder (input.json at its top)"
-               if any(n == "input.json" for _, n in source.metadata_names())
-               else "no scenario folder")
-        raise InputError(source.label, "", "a fixture folder holding <scenario>/input.json "
-                         "folders", got)
     wanted = set(only) if only else None
     manifests = _manifests(source)
     listed: dict[str, set[str]] = {}  # scenario -> the files a manifest lists for it

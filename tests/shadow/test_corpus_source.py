@@ -176,6 +176,10 @@ def test_a_single_scenario_archive_is_one_scenario(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         load_corpus(flat)
     assert "one scenario folder" in err.value.got
+    with open_source(flat) as src, open_source(one) as ok:
+        empty = src.nothing_to_judge()
+        assert empty is not None and str(empty) == str(err.value)
+        assert ok.nothing_to_judge() is None
 
 
 def test_a_tar_with_interleaved_scenarios_reads_each_whole(tmp_path: Path) -> None:
