@@ -81,6 +81,15 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 1 if regressions else 0
 
 
+def cmd_synth(args: argparse.Namespace) -> int:
+    from shadow.synth import synth
+
+    result = synth(args.sessions, args.seed, args.out, templates=args.templates)
+    print(f"synthetic: {result.sessions} sessions ({result.files} files, "
+          f"{len(result.templates)} templates) under {result.out}")
+    return 0
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r = sub.add_parser("run", help="shadow run over the bundled fixtures; writes reports")
     r.add_argument("--fixtures", default="fixtures",
@@ -162,3 +171,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     from shadow import triage_cli  # explain / waive / intend (triage, issue 13)
 
     triage_cli.add_commands(sub)
+    sy = sub.add_parser(
+        "synth", help="write a synthetic corpus for scale tests (never release evidence)",
+        description="Write N synthetic sessions built from the bundled captures (seeded, "
+        "text permuted, legacy behaviour kept; every input.json says synthetic: true) in the "
+        "fixture layout, plus SYNTHETIC.json; shadow run replays it, the gate refuses it as "
+        "evidence. --out is swapped in complete (a new or empty folder, or an earlier "
+        "synthetic corpus). Exit codes: 0 written, 2 usage. See docs/scale.md.")
+    sy.add_argument("--sessions", type=int, required=True, metavar="N",
+                    help="number of sessions (at least 1)")
+    sy.add_argument("--seed", type=int, required=True, metavar="S",
+                    help="seed (an integer >= 0): the same N and S write identical bytes")
+    sy.add_argument("--out", required=True, metavar="DIR", help="the corpus folder")
+    sy.add_argument("--templates", default="fixtures", metavar="DIR",
+                    help="the bundled captures the sessions are built from "
+                         "(default: fixtures)")
+    sy.set_defaults(func=cmd_synth)
