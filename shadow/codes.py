@@ -251,6 +251,11 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
     ReasonCode("fixture.invalid", _B, False,
                "A fixture failed validation and was quarantined; its evidence is missing.",
                "`x/cli.compress.json: /output: expected an object`."),
+    ReasonCode("replay.crashed", _B, False,
+               "The replay of a fixture killed or hung its worker, or the map step raised: "
+               "the fixture is quarantined and named, nothing of it was judged; the run "
+               "goes on (docs/scale.md).",
+               "`x`: the worker died twice while replaying it (process executor)."),
     ReasonCode("unclassified", _M, False,
                "A difference no rule explains. Itself a finding; never silently dropped.",
                "A field present on one side only with no known meaning."),
@@ -271,6 +276,10 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
                "A surface has too few fixtures, or its divergence rate cannot be bounded "
                "below the threshold (Wilson upper bound) on the evidence given.",
                "`vscode`: 5 fixtures, 0 failing, upper bound 0.35 > 0.20."),
+    ReasonCode("evidence.synthetic", _B, False,
+               "The evidence was produced on a synthetic corpus (`shadow synth`, "
+               "`synthetic: true`): a scale test, never release evidence.",
+               "`run.synthetic_fixtures`: 100000 of 100000 fixtures are synthetic."),
     ReasonCode("evidence.platform_mismatch", _B, False,
                "Runs of the same candidate on different platforms produced different "
                "results (divergences, defects or cases).",
@@ -300,7 +309,8 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
 REGISTRY: Final[Mapping[str, ReasonCode]] = MappingProxyType({c.code: c for c in _TABLE})
 NOGO_CODES: Final = frozenset(c.code for c in _TABLE if c.nogo)
 PROTECTION_CODES: Final = frozenset(c.code for c in _TABLE if c.protection)
-ALWAYS_BLOCKING: Final = frozenset({"fixture.invalid", "candidate.unavailable"})
+ALWAYS_BLOCKING: Final = frozenset({"fixture.invalid", "candidate.unavailable",
+                                    "replay.crashed"})
 
 
 def get(code: str) -> ReasonCode:

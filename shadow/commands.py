@@ -16,7 +16,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         fixtures=args.fixtures, out=args.out, recordings=recordings, phase=args.phase,
         surfaces=tuple(args.surface or ()), candidate=args.candidate,
         record_candidate=args.record_candidate, waivers=args.waivers,
-        intended=args.intended, jobs=args.jobs,
+        intended=args.intended, jobs=args.jobs, executor=args.executor,
+        scheduler=args.scheduler, fixture_timeout=args.fixture_timeout,
         **({"noise": args.noise} if args.noise else {}),
         policy=args.policy, inventory=args.inventory, attach=tuple(args.attach or ()),
         previous=args.previous, determinism=not args.skip_determinism,
@@ -119,7 +120,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
                    help="reviewed noise rules (shadow-noise-rules/v1, docs/noise.md; default: "
                         "the bundled shadow/policy/noise.v1.json)")
     r.add_argument("--jobs", type=int, default=1, metavar="N",
-                   help="worker processes for the replay (default: 1; at least 1)")
+                   help="workers for the replay (default: 1; at least 1): processes of "
+                        "--executor process, LocalCluster workers of --executor dask")
+    r.add_argument("--executor", choices=("serial", "process", "dask"), default=None,
+                   help="where the map runs (default: serial, or process when --jobs > 1); "
+                        "dask needs the [scale] extra (docs/scale.md)")
+    r.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="a running Dask scheduler (tcp://host:port) for --executor dask "
+                        "(default: a LocalCluster of --jobs workers)")
+    r.add_argument("--fixture-timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="a fixture still replaying after this is replay.crashed "
+                        "(default: 600)")
     r.add_argument("--policy", default=None, metavar="FILE",
                    help="gate policy (default: shadow/policy/gate-policy.v1.json)")
     r.add_argument("--inventory", default=None, metavar="FILE",

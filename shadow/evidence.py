@@ -287,8 +287,7 @@ class EvidenceInputs:
     attachments: tuple[Path, ...] = ()
     intended: Path | None = None
     noise: Path | None = None  # the noise rules the run applied (part of the identity)
-    rerun_digest: Callable[[], str] | None = None  # determinism: replay again, digest
-    first_digest: str | None = None
+    determinism: Mapping[str, Any] | None = None  # the rerun's result (None: not checked)
     check_schemas: bool = True
     parsed_attachments: tuple[dict[str, Any], ...] | None = None  # read before the replay
 
@@ -315,18 +314,10 @@ def collect(inp: EvidenceInputs) -> dict[str, Any]:
     checks["inventory.valid"] = inv_check
     checks["schemas.frozen"] = (_guard(check_schemas) if inp.check_schemas
                                 else {"status": "missing", "detail": "not checked"})
-    if inp.rerun_digest is None or inp.first_digest is None:
+    if inp.determinism is None:
         checks["replay.deterministic"] = {"status": "missing", "detail": "not checked"}
     else:
-        rerun = inp.rerun_digest
-        first = inp.first_digest
-
-        def _det() -> dict[str, Any]:
-            again = rerun()
-            return {"status": "pass" if again == first else "fail", "order": "reversed",
-                    "digest": first, "rerun_digest": again}
-
-        checks["replay.deterministic"] = _guard(_det)
+        checks["replay.deterministic"] = dict(inp.determinism)
     divs = report.get("divergences", [])
     sev = Counter(d["severity"] for d in divs)
     cases = case_summaries(report)
@@ -412,27 +403,17 @@ def prepare(opts: Any, policy: Any) -> RunSetup:
                     previous, rules_file, parsed, noise_file)
 
 
-def replay_digest(results: Sequence[Any]) -> str:
-    """Digest of a map's raw output (before waivers), for the determinism check."""
-    from shadow.replay import reduce_results
-
-    divs, defects, comparisons, _ = reduce_results(results)
-    cases = sorted((r.fixture, c) for r in results for c in r.cases)
-    return results_digest([d.to_wire() for d in divs], [d.to_wire() for d in defects],
-                          cases, comparisons)
-
-
-def for_run(setup: RunSetup, report: Mapping[str, Any], results: Sequence[Any],
-            rerun: Callable[[], Sequence[Any]] | None) -> dict[str, Any]:
+def for_run(setup: RunSetup, report: Mapping[str, Any],
+            determinism: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The run's evidence; ``determinism`` is the rerun's result
+    (:func:`shadow.mapreduce.map_corpus`), None when it was skipped."""
     return collect(EvidenceInputs(
         report=report, policy_version=setup.policy_version,
         policy_digest=setup.policy_digest, recordings=setup.recordings,
         waivers=setup.waivers, inventory=setup.inventory,
         inactive_stages=setup.inactive_stages, attachments=setup.attachments,
         intended=setup.intended, parsed_attachments=setup.parsed_attachments,
-        noise=setup.noise,
-        rerun_digest=(lambda: replay_digest(rerun())) if rerun is not None else None,
-        first_digest=replay_digest(results)))
+        noise=setup.noise, determinism=determinism))
 
 
 def evidence_digest(doc: Mapping[str, Any]) -> str:

@@ -48,7 +48,7 @@ _FIELDS: Final = ("id", "select", "design", "rationale", "owner", "review_by")
 _SELECT: Final = ("reason_code", "surface", "fixture", "detail")
 #: codes an intended rule may never cover (design 108 §16 NO-GO classes, secret leaks,
 #: missing evidence and the gate's own reasons)
-NEVER: Final = frozenset(codes.NOGO_CODES | {"secret.leaked", "fixture.invalid",
+NEVER: Final = frozenset(codes.NOGO_CODES | {"secret.leaked", *codes.ALWAYS_BLOCKING,
                                              "candidate.unavailable", "unclassified"}
                          | {c.code for c in codes.codes()
                             if c.code.startswith(("evidence.", "policy."))})

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,11 +43,13 @@ from shadow import noise_rules, outdir, reports
 from shadow import waivers as waiver_mod
 from shadow.divergence import Divergence, make, with_ids
 from shadow.errors import FixtureError, InputError, UsageError
-from shadow.fixtures import Corpus, load_corpus
+from shadow.executors import DEFAULT_FIXTURE_TIMEOUT, MapOptions
+from shadow.fixtures import Corpus
 from shadow.gates import policy as policy_mod
 from shadow.gates import rule
+from shadow.mapreduce import Reduced, map_corpus
+from shadow.mapstep import MapContext
 from shadow.providers.cassettes import cassette_path
-from shadow.replay import reduce_results, replay_all, selected
 
 REPORT_SCHEMA: Final = "shadow-report/v1"
 PHASES: Final = range(0, 6)
@@ -65,6 +68,9 @@ class RunOptions:
     intended: str | None = None  # intended-difference rules (default: the bundled file)
     noise: str | None = None  # noise rules (default: the bundled shadow/policy/noise.v1.json)
     jobs: int = 1
+    executor: str | None = None  # serial | process | dask (default: process when jobs > 1)
+    scheduler: str | None = None  # a Dask scheduler address (default: a LocalCluster)
+    fixture_timeout: float = DEFAULT_FIXTURE_TIMEOUT  # seconds one fixture may take
     now: dt.datetime | None = None  # injectable clock (tests)
     policy: str | None = None  # gate policy file (default: the bundled one)
     inventory: str | None = None  # writer inventory (default: the policy's)
@@ -152,6 +158,10 @@ def _check_options(opts: RunOptions) -> None:
     if out == fixtures or fixtures in out.parents:
         raise UsageError(f"--out {opts.out}: inside --fixtures (the captures are ground "
                          "truth: nothing is ever written there)")
+    unknown = [p for p in opts.surfaces if not _may_select(p)]
+    if unknown:  # read before the stream: a typo never costs a replay
+        raise UsageError("--surface " + " ".join(unknown) + ": selects no capture any "
+                         "surface adapter reads (shadow/surfaces)")
     if opts.record_candidate:
         rec = Path(opts.record_candidate).resolve()
         for other, name in ((fixtures, "--fixtures"), (out, "--out")):
@@ -162,89 +172,110 @@ def _check_options(opts: RunOptions) -> None:
         outdir.ensure_dir(rec.parent, "--record-candidate")
 
 
-def _selected_cases(corpus: Any, surfaces: Sequence[str]) -> int:
-    from shadow.replay import selected
+def _may_select(pattern: str) -> bool:
+    """Whether a ``--surface`` pattern can select any capture: it names a surface, or a
+    capture kind a surface adapter reads (or a variant of one)."""
+    import fnmatch
 
-    return sum(1 for s in corpus.scenarios for c in s.captures
-               if selected(c.name, c.surface, surfaces))
+    from shadow.fixtures import SURFACES
+    from shadow.surfaces import ADAPTERS, adapter_for
+
+    return (any(fnmatch.fnmatchcase(n, pattern) for n in (*ADAPTERS, *SURFACES))
+            or adapter_for(pattern) is not None)
 
 
-def _quarantine_lines(corpus: Any) -> list[str]:
+def _quarantine_lines(quarantined: Sequence[Any]) -> list[str]:
     return [f"quarantined: {q.source} at {q.pointer or '/'}: expected {q.expected}"
-            + (f", got {q.got}" if getattr(q, "got", "") else "") for q in corpus.quarantined]
+            + (f", got {q.got}" if getattr(q, "got", "") else "") for q in quarantined]
+
+
+def map_options(opts: RunOptions) -> MapOptions:
+    executor = opts.executor or ("process" if opts.jobs > 1 else "serial")
+    return MapOptions(executor=executor, jobs=opts.jobs, scheduler=opts.scheduler,
+                      fixture_timeout=opts.fixture_timeout)
 
 
 def execute(opts: RunOptions) -> RunResult:
     """Run the whole shadow evaluation and write the report; returns the verdict.
 
-    Order: every argument is checked and every input file parsed before any replay; the
-    reports are written into a staging folder and swapped into ``--out`` complete
-    (:mod:`shadow.outdir`); the verdict is the gate's own for ``--phase`` on this run's
-    evidence (:func:`shadow.gates.rule.ladder`)."""
+    Order: every argument and every policy/rule/evidence input is checked before any
+    replay; the corpus is then read as a stream and judged on the chosen executor
+    (:mod:`shadow.mapreduce`; a scenario that does not parse is quarantined, never
+    fatal); the reports are written into a staging folder and swapped into ``--out``
+    complete (:mod:`shadow.outdir`); the verdict is the gate's own for ``--phase`` on this
+    run's evidence (:func:`shadow.gates.rule.ladder`)."""
+    from shadow import executors
+    from shadow.corpus_source import open_source
+
     _check_options(opts)
+    mopts = map_options(opts)
+    executors.check(mopts)
     waiver_list = waiver_mod.load(opts.waivers) if opts.waivers else []
     rules = intended_mod.load(opts.intended)
     noise = noise_rules.load(opts.noise)  # a broken file: exit 2, before any replay
     policy = policy_mod.load(opts.policy)
     setup = evidence_mod.prepare(opts, policy)  # bad --inventory/--attach/--previous: exit 2
-    root = _fixtures_root(opts.fixtures)
-    corpus = without_cassettes(load_corpus(root, noise=noise), opts.recordings)
-    if not corpus.scenarios and not corpus.quarantined:
-        raise InputError(root, "", "--fixtures: a folder holding at least one scenario "
-                         "(<scenario>/input.json)", "no scenario")
-    if corpus.scenarios and opts.surfaces and not _selected_cases(corpus, opts.surfaces):
-        raise UsageError("--surface " + " ".join(opts.surfaces)
-                         + ": selects no capture of the corpus")
     candidate = cand_mod.make_candidate(opts.candidate, opts.recordings)
     now = opts.now or dt.datetime.now(dt.UTC)
-    with outdir.staged(opts.out) as stage:
-        results = replay_all(corpus.scenarios, candidate, opts.surfaces, opts.jobs,
-                             opts.progress)
-        report, evidence, projections = _judge(opts, corpus, candidate, results, rules,
-                                               waiver_list, policy, setup, now)
-        report["noise_rules"] = noise_usage(noise, corpus, opts.surfaces)
-        if opts.record_candidate:  # staged and swapped in whole, as the run folder
-            with outdir.staged(opts.record_candidate, cand_mod.CANDIDATE_FILE,
-                               "--record-candidate") as rec_stage:
-                cand_mod.write_recorded(rec_stage.path, candidate.identity, projections)
-                rec_stage.commit()
-        out = stage.path
-        path = out / "report.json"
-        path.write_text(render(report), encoding="utf-8", newline="\n")
-        written = (path, evidence_mod.write(out / "evidence.json", evidence),
-                   *reports.write(out, report, evidence=evidence, previous=setup.previous))
-        final = stage.commit()
+    ctx = MapContext(candidate, tuple(opts.surfaces), noise, opts.recordings,
+                     keep_projections=bool(opts.record_candidate))
+    with open_source(opts.fixtures) as source:
+        empty = source.nothing_to_judge()
+        if empty is not None:
+            raise empty
+        with outdir.staged(opts.out) as stage:
+            red = map_corpus(source, ctx, mopts, stage.path / ".shards",
+                             progress=opts.progress, determinism=opts.determinism)
+            shutil.rmtree(stage.path / ".shards")
+            if opts.surfaces and red.scenarios and not red.cases:
+                raise UsageError("--surface " + " ".join(opts.surfaces)
+                                 + ": selects no capture of the corpus")
+            report, evidence = _judge(opts, red, candidate, rules, waiver_list, policy,
+                                      setup, now)
+            report["noise_rules"] = noise_rules.usage_report(noise, red.noise)
+            if opts.record_candidate:  # staged and swapped in whole, as the run folder
+                with outdir.staged(opts.record_candidate, cand_mod.CANDIDATE_FILE,
+                                   "--record-candidate") as rec_stage:
+                    cand_mod.write_recorded(rec_stage.path, candidate.identity,
+                                            red.projections)
+                    rec_stage.commit()
+            out = stage.path
+            path = out / "report.json"
+            path.write_text(render(report), encoding="utf-8", newline="\n")
+            written = (path, evidence_mod.write(out / "evidence.json", evidence),
+                       *reports.write(out, report, evidence=evidence,
+                                      previous=setup.previous))
+            final = stage.commit()
     paths = tuple(final / p.name for p in written)
     return RunResult(report["verdict"], final / "report.json", report,
-                     (*banner(report, corpus), *(f"report: {p}" for p in paths)),
+                     (*banner(report, red.quarantined), *(f"report: {p}" for p in paths)),
                      paths, evidence)
 
 
-def _judge(opts: RunOptions, corpus: Any, candidate: Any, results: Sequence[Any],
+def _judge(opts: RunOptions, red: Reduced, candidate: Any,
            rules: Sequence[intended_mod.Rule], waiver_list: Sequence[waiver_mod.Waiver],
            policy: policy_mod.Policy, setup: Any, now: dt.datetime
-           ) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
-    """Reduce, attribute, waive, then let the gate judge every phase on the evidence."""
-    divs, defects, comparisons, projections = reduce_results(results)
-    divs = apply_intended(divs, rules)
-    divs = sorted([*divs, *_quarantine(corpus.quarantined)], key=lambda d: d.sort_key)
+           ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Attribute, waive, then let the gate judge every phase on the evidence."""
+    divs = apply_intended(red.divergences, rules)
+    divs = sorted([*divs, *_quarantine(red.quarantined)], key=lambda d: d.sort_key)
     outcome = waiver_mod.apply(divs, waiver_list, now.date(),
                                warning_days=policy.waiver_warning_days)
     kept = list(outcome.kept)
     blocking = [d for d in kept if d.severity == "blocking"]
     wires = with_ids([d.to_wire() for d in kept])
-    case_keys = sorted({(r.fixture, c) for r in results for c in r.cases}
-                       | {(d.fixture, d.surface) for d in divs})
+    case_keys = sorted({*red.cases} | {(d.fixture, d.surface) for d in divs})
+    defects = red.legacy_defects
     report: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
         "verdict": "NO-GO",  # until the ladder below has judged the evidence
         "phase": opts.phase,
-        "candidate": {**dict(candidate.identity), "corpus_digest": corpus.digest,
+        "candidate": {**dict(candidate.identity), "corpus_digest": red.digest,
                       "surfaces": sorted(opts.surfaces)},
-        "totals": {"fixtures": len(corpus.scenarios) + len(corpus.quarantined),
-                   "comparisons": comparisons, "divergences": len(kept),
+        "totals": {"fixtures": red.scenarios + len(red.quarantined),
+                   "comparisons": red.comparisons, "divergences": len(kept),
                    "blocking": len(blocking), "legacy_defects": len(defects),
-                   "waived": len(outcome.waived), "quarantined": len(corpus.quarantined)},
+                   "waived": len(outcome.waived), "quarantined": len(red.quarantined)},
         "blocking_reasons": sorted({d.reason_code for d in blocking}),
         "cases": rule.judge_cases(policy, opts.phase, case_keys, wires),
         "divergences": wires,
@@ -254,18 +285,17 @@ def _judge(opts: RunOptions, corpus: Any, candidate: Any, results: Sequence[Any]
         "attribution": attribution_counts(kept),
         "generated_at": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
+    if red.synthetic:
+        report["totals"]["synthetic"] = red.synthetic
     report["totals"]["failing_cases"] = sum(1 for c in report["cases"]
                                             if c["outcome"] == "fail")
-    evidence = evidence_mod.for_run(
-        setup, report, results,
-        rerun=(lambda: replay_all(corpus.scenarios[::-1], candidate, opts.surfaces, opts.jobs))
-        if opts.determinism else None)
+    evidence = evidence_mod.for_run(setup, report, red.determinism or None)
     steps = rule.ladder(policy, evidence_mod.seal(evidence), evidence["environment"]["platform"],
                         now.date())
     verdict = steps[opts.phase]["verdict"]
     report["verdict"], report["ladder"] = verdict, steps
     evidence["run"]["verdict"] = verdict
-    return report, evidence_mod.seal(evidence), projections
+    return report, evidence_mod.seal(evidence)
 
 
 def without_cassettes(corpus: Corpus, recordings: str | Path | None) -> Corpus:
@@ -285,21 +315,6 @@ def without_cassettes(corpus: Corpus, recordings: str | Path | None) -> Corpus:
                  for s in missing)
     keep = tuple(s for s in corpus.scenarios if s not in missing)
     return replace(corpus, scenarios=keep, quarantined=(*corpus.quarantined, *errs))
-
-
-def noise_usage(noise: noise_rules.NoiseRules, corpus: Any, surfaces: Sequence[str]
-                ) -> dict[str, Any]:
-    """Report data of the noise rules (:func:`shadow.noise_rules.usage_report`): per
-    applied rule, the judged captures it neutralised and the values it replaced."""
-    applied: dict[str, tuple[int, int]] = {}
-    for s in corpus.scenarios:
-        for c in s.captures:
-            if not selected(c.name, c.surface, surfaces):
-                continue
-            for rid, _path, n in c.noise:
-                caps, values = applied.get(rid, (0, 0))
-                applied[rid] = (caps + 1, values + n)
-    return noise_rules.usage_report(noise, applied)
 
 
 def _noise_lines(n: Mapping[str, Any]) -> list[str]:
@@ -325,7 +340,7 @@ def _waiver_lines(w: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def banner(report: Mapping[str, Any], corpus: Any) -> tuple[str, ...]:
+def banner(report: Mapping[str, Any], quarantined: Sequence[Any]) -> tuple[str, ...]:
     """The console summary: the same counts as the reports, from the same rule."""
     t, cases = report["totals"], report["cases"]
     by = report["attribution"]["by_attribution"]
@@ -337,7 +352,7 @@ def banner(report: Mapping[str, Any], corpus: Any) -> tuple[str, ...]:
     return (
         f"fixtures: {t['fixtures']} ({t['quarantined']} quarantined), "
         f"comparisons: {t['comparisons']}",
-        *_quarantine_lines(corpus),
+        *_quarantine_lines(quarantined),
         f"cases: {len(cases)}; at phase {report['phase']}: {outcomes['fail']} failing, "
         f"{outcomes['note']} with notes, {outcomes['pass']} clean, "
         f"{outcomes['info']} twin (informational)",

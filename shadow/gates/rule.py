@@ -56,7 +56,7 @@ def failing(policy: Policy, phase: int, surface: str,
         return []
     level = fail_at(policy, phase, surface)
     return [d for d in divergences
-            if d.get("reason_code") == "fixture.invalid"
+            if d.get("reason_code") in ("fixture.invalid", "replay.crashed")
             or (d.get("reason_code") in codes.NOGO_CODES and d.get("severity") == "blocking"
                 and d.get("attribution") in ("candidate", "both"))
             or (level is not None and codes.fails(d, level))]

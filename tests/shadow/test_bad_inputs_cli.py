@@ -106,8 +106,8 @@ def test_a_bad_argument_is_refused_before_any_replay(
     calls: list[int] = []
     import shadow.run as run_mod
 
-    real = run_mod.replay_all
-    env.mp.setattr(run_mod, "replay_all", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = run_mod.map_corpus
+    env.mp.setattr(run_mod, "map_corpus", lambda *a, **k: calls.append(1) or real(*a, **k))
     check(env, build(env), expect, capsys)
     assert not calls, "the argument must be refused before the replay"
     assert not (env.out / "report.json").exists()
