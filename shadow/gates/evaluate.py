@@ -123,6 +123,17 @@ class _Judge:
         if code is not None:
             self.reasons.append(Reason(code, name, message, phase, dict(detail or {})))
 
+    def synthetic(self, files: Sequence[EvidenceFile]) -> None:
+        """A run on a ``shadow synth`` corpus is a scale test, never release evidence."""
+        marked = {f.path: f.doc.get("run", {}).get("totals", {}).get("synthetic", 0)
+                  for f in files}
+        bad = {p: n for p, n in marked.items() if n}
+        if bad:
+            total = sum(n if isinstance(n, int) else 1 for n in bad.values())
+            self.add(None, "corpus", "fail", f"{total} synthetic fixture(s) in the evidence "
+                     "(shadow synth): a scale test is never release evidence",
+                     "evidence.synthetic", {"files": bad})
+
     # -- 1. candidate binding --------------------------------------------------------------
     def binding(self) -> Mapping[str, Any] | None:
         ids = self.m.identities()
@@ -142,6 +153,7 @@ class _Judge:
         else:
             self.add(None, "candidate", "pass", "one candidate identity")
         identity = files[0].identity if len(ids) == 1 else None
+        self.synthetic(files)
         versions = sorted({str(f.identity.get("policy_version")) for f in files})
         policy_digests = sorted({str(f.identity.get("policy_digest")) for f in files})
         if versions != [self.policy.version]:
