@@ -268,9 +268,20 @@ def test_progress_bar_draws_on_a_terminal_and_stays_quiet_otherwise() -> None:
         bar = TerminalProgress(stream, interval=0.0)
         for i in range(1, 4):
             bar(i, 3, f"fx-{i}")
-    assert "[" in tty.getvalue() and "3/3" in tty.getvalue()
+    assert "[" in tty.getvalue() and "3/3" in tty.getvalue() and "/s, ETA" in tty.getvalue()
     assert tty.getvalue().endswith("\r")  # the line is cleared at the end
-    assert pipe.getvalue() == ""
+    assert pipe.getvalue() == ""  # a run shorter than `every` prints nothing to a log
+
+
+def test_progress_off_a_terminal_is_plain_periodic_lines_without_labels() -> None:
+    pipe = io.StringIO()
+    bar = TerminalProgress(pipe, every=0.0)
+    for i in range(1, 6):
+        bar(i, 5, f"secret-fixture-{i}")
+    lines = pipe.getvalue().splitlines()
+    assert lines and all(line.startswith("replay: ") and "/s, ETA " in line for line in lines)
+    assert "5/5" not in pipe.getvalue()  # the end is the report, not a progress line
+    assert "secret-fixture" not in pipe.getvalue() and "\r" not in pipe.getvalue()
 
 
 def test_a_report_of_another_schema_is_an_input_error(tmp_path: Path) -> None:
