@@ -23,15 +23,16 @@ def shadow(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (everything but the slow fault/soak set)."""
-    session.install("-e", ".[test]")
+    """The test suite (everything but the slow fault/soak set), the [scale] extra included
+    (the Dask executor, Parquet shards and a real scheduler + workers are tested)."""
+    session.install("-e", ".[test,scale]")
     session.run("pytest", "-m", "not slow", *session.posargs)
 
 
 @nox.session
 def slow(session: nox.Session) -> None:
     """Long fault-injection, crash and soak runs (not part of CI's test command)."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test,scale]")
     session.run("pytest", "-m", "slow", *session.posargs)
 
 
@@ -50,5 +51,5 @@ def typecheck(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks; writes reports/bench/latest.json (medians, ratios vs in-run baselines)."""
-    session.install("-e", ".")
+    session.install("-e", ".[scale]")
     session.run("python", "-m", "benchmarks", *session.posargs)
