@@ -33,12 +33,13 @@ from kernel.adapters.sqlite.session import SqliteSessionPort
 from kernel.canonical.digest import Profile
 from kernel.ports import MemoryPort, SessionContextPort
 
-__all__ = ["ChainReport", "encode_event", "fresh_memory", "memory_store", "seeded_memory",
-           "session_store", "verify_bytes"]
+__all__ = ["ChainReport", "encode_event", "event_hash", "fresh_memory", "memory_store",
+           "seeded_memory", "session_store", "verify_bytes"]
 
 #: the JSONL session store's hash-chain codec (one adapter's pure functions, wired here)
 ChainReport = jsonl_chain.ChainReport
 encode_event = jsonl_chain.encode_event
+event_hash = jsonl_chain.event_hash
 verify_bytes = jsonl_chain.verify_bytes
 
 

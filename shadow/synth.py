@@ -18,7 +18,7 @@ it recorded stays true (docs/scale.md, "Synthetic corpora"):
   (:func:`kernel.packets.anticorruption.scan`: secrets, injections, local paths) find
   anything — before or after the permutation — is kept verbatim, so canaries survive;
 * the CLI session-store lines (``raw_jsonl_lines``) are transformed event by event and
-  re-chained (:func:`kernel.adapters.jsonl.chain.event_hash`); every old hash in the
+  re-chained (:func:`shadow.bootstrap.event_hash`, the JSONL chain's own); every old hash in the
   capture is replaced by its new one;
 * :data:`VERBATIM` templates are copied untransformed (their text is what their legacy
   decision turned on, see docs/scale.md);
@@ -46,10 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from kernel.adapters.jsonl.chain import GENESIS
 from kernel.canonical.jsjson import js_stringify
 from kernel.packets.anticorruption import scan
 from kernel.vocabulary import MAX_EXACT_INTEGER
+from shadow.bootstrap import event_hash
 from shadow.errors import InputError, UsageError
 from shadow.outdir import staged
 
@@ -286,7 +286,7 @@ class _Session:
             data = self.doc(ev["data"])
             prev = ev["prevHash"]
             prev = self.hashes.get(prev, prev) if isinstance(prev, str) else prev
-            new = _event_hash(prev, ev["type"], ev["timestamp"], data)
+            new = event_hash(prev, ev["type"], ev["timestamp"], data)
             self.hashes[ev["hash"]] = new
             out.append(dumps({**ev, "data": data, "prevHash": prev, "hash": new}))
         return out
@@ -302,12 +302,6 @@ class _Session:
         if isinstance(v, str):
             return self.hashes.get(v, v)
         return v
-
-
-def _event_hash(prev: str | None, event_type: Any, timestamp: Any, data: Any) -> str:
-    """:func:`kernel.adapters.jsonl.chain.event_hash`, over :func:`dumps` (same bytes)."""
-    core = dumps({"type": event_type, "timestamp": timestamp, "data": data})
-    return hashlib.sha256(f"{prev or GENESIS}\n{core}".encode()).hexdigest()
 
 
 def _event(line: Any) -> dict[str, Any] | None:
