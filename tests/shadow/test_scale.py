@@ -1,0 +1,348 @@
+"""Scale-out (issue 16, docs/scale.md): executors, shards, faults, sampling, synthetic gate.
+
+The report bytes must not depend on the executor, the worker count, the batch boundaries,
+the shard format or the order of the corpus; a worker that dies or hangs costs one fixture
+(``replay.crashed``), never the run; losing the scheduler is exit 2 with nothing written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from shadow import mapreduce, shards
+from shadow.candidate import make_candidate
+from shadow.cli import main
+from shadow.corpus_source import open_source
+from shadow.errors import UsageError
+from shadow.executors import MapOptions, SchedulerLost
+from shadow.mapstep import MapContext
+from shadow.run import RunOptions, execute
+from tests.shadow.scale_candidates import Misbehaving
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures"
+RECORDINGS = str(ROOT / "recordings")
+NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
+FILES = ("report.json", "evidence.json", "report.md", "report.html", "junit.xml")
+#: a small mixed corpus: messages, provider, IDE and memory scenarios
+SMALL = ("short-session", "orphan-tool-result", "provider-summary-ok", "ide-budget-zero",
+         "memory-update-remove", "pending-approval", "mixed-zh-en", "secrets-in-user-message",
+         "parallel-tool-calls", "memory-clear-scope")
+
+distributed = pytest.importorskip("distributed")  # the [scale] extra (the test session has it)
+
+
+def _small(tmp: Path) -> Path:
+    root = tmp / "small"
+    if not root.exists():
+        names = [n for n in SMALL if (FIXTURES / n).is_dir()]
+        assert len(names) >= 8, "the bundled corpus lost the scenarios this test uses"
+        for n in names:
+            shutil.copytree(FIXTURES / n, root / n)
+    return root
+
+
+def _tar(folder: Path, out: Path, order: Sequence[str]) -> Path:
+    """The corpus as a .tar whose members come in ``order`` (scenario by scenario)."""
+    with tarfile.open(out, "w") as tf:
+        for name in order:
+            for f in sorted((folder / name).iterdir()):
+                tf.add(f, arcname=f"{name}/{f.name}")
+    return out
+
+
+def _run(fixtures: Path, out: Path, **kw: Any) -> dict[str, bytes]:
+    execute(RunOptions(fixtures=str(fixtures), out=str(out), recordings=RECORDINGS, now=NOW,
+                       **kw))
+    return {f: (out / f).read_bytes() for f in FILES}
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _small(tmp_path_factory.mktemp("scale"))
+
+
+@pytest.fixture(scope="module")
+def serial_bytes(small: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    return _run(small, tmp_path_factory.mktemp("serial") / "out")
+
+
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_shuffled_order_executor_and_workers_give_identical_report_bytes(
+        data: st.DataObject, small: Path, serial_bytes: dict[str, bytes],
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    names = sorted(p.name for p in small.iterdir())
+    order = data.draw(st.permutations(names), label="order")
+    executor, jobs = data.draw(st.sampled_from(
+        [("serial", 1), ("process", 1), ("process", 2), ("dask", 1), ("dask", 2)]),
+        label="executor")
+    tmp = tmp_path_factory.mktemp("shuffled")
+    corpus = _tar(small, tmp / "corpus.tar", order)
+    got = _run(corpus, tmp / "out", executor=executor, jobs=jobs)
+    for f in FILES:
+        assert got[f] == serial_bytes[f], f"{f} differs ({executor}, {jobs} workers)"
+
+
+def test_json_lines_shards_reduce_exactly_as_parquet(small: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    assert shards.parquet_available()
+    pq = _run(small, tmp_path / "pq")
+    monkeypatch.setattr(shards, "parquet_available", lambda: False)
+    jl = _run(small, tmp_path / "jl")
+    assert pq == jl
+
+
+def test_parts_are_written_in_batches_and_removed_after_the_reduce(
+        small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    parts: list[str] = []
+    real = shards.ShardWriter._write
+
+    def spy(self: shards.ShardWriter, table: str, rs: list[dict[str, Any]]) -> None:
+        parts.append(table)
+        real(self, table, rs)
+
+    monkeypatch.setattr(shards, "DEFAULT_BATCH", 3)
+    monkeypatch.setattr(shards.ShardWriter, "_write", spy)
+    red = mapreduce.map_corpus(open_source(small), MapContext(make_candidate(
+        "kernel", RECORDINGS), recordings=RECORDINGS), MapOptions(), tmp_path / "sh",
+        determinism=False)
+    assert red.scenarios == len(list(small.iterdir()))
+    fixtures_parts = sorted((tmp_path / "sh" / "fixtures").iterdir())
+    assert len(fixtures_parts) >= 2  # more than one batch: the rows were not all held
+    assert parts.count("fixtures") == len(fixtures_parts)
+    out = tmp_path / "run"
+    _run(small, out)
+    assert not (out / ".shards").exists()
+
+
+def _map(source: Path, candidate: Any, tmp: Path, **opts: Any) -> mapreduce.Reduced:
+    return mapreduce.map_corpus(open_source(source), MapContext(candidate), MapOptions(**opts),
+                                tmp / "shards", determinism=False)
+
+
+def _crashed(red: mapreduce.Reduced) -> dict[str, str]:
+    return {d.fixture: str(d.detail.get("problem")) for d in red.divergences
+            if d.reason_code == "replay.crashed"}
+
+
+def test_a_worker_that_dies_costs_its_fixture_only_process_pool(small: Path,
+                                                                tmp_path: Path) -> None:
+    victim = "orphan-tool-result"
+    red = _map(small, Misbehaving(frozenset({victim}), "exit"), tmp_path, executor="process",
+               jobs=2)
+    assert _crashed(red) == {victim: "the worker process died"}
+    judged = {f for f, _s in red.cases}
+    assert judged == {p.name for p in small.iterdir()}  # every fixture judged or named
+    assert red.scenarios == len(judged)
+
+
+def test_a_hung_fixture_times_out_and_the_run_goes_on(small: Path, tmp_path: Path) -> None:
+    victim = "mixed-zh-en"
+    t0 = time.monotonic()
+    red = _map(small, Misbehaving(frozenset({victim}), "hang"), tmp_path, executor="process",
+               jobs=2, fixture_timeout=4.0)
+    assert _crashed(red) == {victim: "timed out after 4 s"}
+    assert {f for f, _s in red.cases} == {p.name for p in small.iterdir()}
+    assert time.monotonic() - t0 < 120
+
+
+def test_a_crashed_fixture_is_quarantined_blocking_and_named_in_the_report(
+        small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shadow.run as run_mod
+
+    victim = "short-session"
+    real = run_mod.MapContext
+    monkeypatch.setattr(run_mod, "MapContext", lambda cand, *a, **k: real(
+        Misbehaving(frozenset({victim}), "exit", RECORDINGS), *a, **k))
+    r = execute(RunOptions(fixtures=str(small), out=str(tmp_path / "o"), recordings=RECORDINGS,
+                           now=NOW, executor="process", jobs=2, determinism=False))
+    assert r.verdict == "NO-GO"
+    crashed = [d for d in r.report["divergences"] if d["reason_code"] == "replay.crashed"]
+    assert [(d["fixture"], d["severity"]) for d in crashed] == [(victim, "blocking")]
+    assert "replay.crashed" in r.report["blocking_reasons"]
+    case = next(c for c in r.report["cases"] if c["fixture"] == victim)
+    assert case["outcome"] == "fail"
+
+
+# --- a real Dask deployment on loopback ---------------------------------------------------
+
+
+def _dask(*args: str, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+    with log.open("wb") as out:  # the child keeps its own handle
+        return subprocess.Popen([sys.executable, "-m", "dask", *args],  # `dask scheduler|worker`
+                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def _stop(procs: Sequence[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+    for p in procs:
+        p.wait(timeout=30)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[str, list[subprocess.Popen[bytes]]]]:
+    """``dask scheduler`` and two ``dask worker`` processes (no nanny: a killed worker
+    stays dead) on 127.0.0.1."""
+    sched_file = tmp_path / "scheduler.json"
+    procs = [_dask("scheduler", "--host", "127.0.0.1", "--port", "0",
+                   "--no-dashboard", "--scheduler-file", str(sched_file),
+                   log=tmp_path / "scheduler.log")]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        address = json.loads(sched_file.read_text(encoding="utf-8"))["address"]
+        for i in range(2):
+            procs.append(_dask("worker", address, "--nthreads", "1", "--no-nanny",
+                               "--no-dashboard", "--name", f"w{i}",
+                               log=tmp_path / f"worker{i}.log"))
+        from distributed import Client
+
+        with Client(address, timeout=30) as c:
+            c.wait_for_workers(2, timeout=60)
+        yield address, procs
+    finally:
+        _stop(procs)
+
+
+def test_a_real_scheduler_and_two_workers_give_the_serial_report_bytes(
+        cluster: tuple[str, list[subprocess.Popen[bytes]]], tmp_path: Path) -> None:
+    address, _procs = cluster
+    serial = _run(FIXTURES, tmp_path / "serial")
+    dask = _run(FIXTURES, tmp_path / "dask", executor="dask", scheduler=address)
+    for f in FILES:
+        assert dask[f] == serial[f], f
+
+
+def test_killing_a_worker_mid_run_still_judges_every_fixture(
+        cluster: tuple[str, list[subprocess.Popen[bytes]]], tmp_path: Path) -> None:
+    address, procs = cluster
+    killed: list[int] = []
+
+    def progress(done: int, total: int, _label: str) -> None:
+        if done == 10 and not killed:
+            procs[1].kill()  # worker w0, mid-run
+            killed.append(done)
+
+    r = execute(RunOptions(fixtures=str(FIXTURES), out=str(tmp_path / "o"),
+                           recordings=RECORDINGS, now=NOW, executor="dask", scheduler=address,
+                           progress=progress, determinism=False))
+    assert killed and procs[1].poll() is not None
+    names = {p.name for p in FIXTURES.iterdir() if p.is_dir()}
+    crashed = {d["fixture"] for d in r.report["divergences"]
+               if d["reason_code"] == "replay.crashed"}
+    judged = {c["fixture"] for c in r.report["cases"]}
+    assert judged == names, "every fixture judged or named as crashed"
+    assert r.report["totals"]["fixtures"] == len(names)
+    assert crashed <= names
+
+
+def test_losing_the_scheduler_is_exit_2_and_says_how_far_it_got(
+        cluster: tuple[str, list[subprocess.Popen[bytes]]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    address, procs = cluster
+
+    def progress(done: int, total: int, _label: str) -> None:
+        if done == 5 and procs[0].poll() is None:
+            procs[0].kill()  # the scheduler
+
+    with pytest.raises(SchedulerLost) as exc:
+        execute(RunOptions(fixtures=str(FIXTURES), out=str(tmp_path / "o"),
+                           recordings=RECORDINGS, now=NOW, executor="dask", scheduler=address,
+                           progress=progress, determinism=False))
+    assert exc.value.done >= 5 and exc.value.total == len(
+        [p for p in FIXTURES.iterdir() if p.is_dir()])
+    assert f"after {exc.value.done} of {exc.value.total}" in str(exc.value)
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_unreachable_scheduler_is_exit_2(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "--fixtures", str(FIXTURES), "--out", str(tmp_path / "o"),
+                 "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9",
+                 "--skip-determinism"])
+    assert code == 2
+    assert "--scheduler" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+# --- options, sampling, synthetic ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("argv", "problem"), [
+    (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --executor dask"),
+    (["--executor", "dask", "--fixture-timeout", "0"], "--fixture-timeout must be positive"),
+])
+def test_bad_executor_options_are_refused_before_anything_is_read(
+        argv: list[str], problem: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--fixtures", str(FIXTURES), "--out", str(tmp_path / "o"),
+                 *argv]) == 2
+    assert problem in capsys.readouterr().err
+
+
+def test_the_executor_default_follows_jobs() -> None:
+    from shadow.run import map_options
+
+    assert map_options(RunOptions(jobs=1)).executor == "serial"
+    assert map_options(RunOptions(jobs=2)).executor == "process"
+    with pytest.raises(UsageError):
+        from shadow.executors import check
+
+        check(MapOptions(executor="threads"))
+
+
+def test_the_determinism_sample_is_the_same_for_every_executor_and_order(
+        small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mapreduce, "SAMPLE", 5)
+    names = sorted(p.name for p in small.iterdir())
+    first = _run(small, tmp_path / "a")
+    other = _run(_tar(small, tmp_path / "c.tar", names[::-1]), tmp_path / "b",
+                 executor="process", jobs=2)
+    assert first == other
+    check = json.loads(first["evidence.json"])["checks"]["replay.deterministic"]
+    assert check["status"] == "pass"
+    assert check["sample"]["rule"] == "sha256(name) below 5/N"
+    expected = sum(1 for n in names if mapreduce.sample_fraction(n) < 5 / len(names))
+    assert 0 < check["sample"]["fixtures"] == expected < len(names)
+    monkeypatch.setattr(mapreduce, "SAMPLE", len(names))  # at most SAMPLE: every fixture
+    full = json.loads(_run(small, tmp_path / "full")["evidence.json"])
+    assert full["checks"]["replay.deterministic"]["sample"] == {
+        "rule": "all", "fixtures": len(names), "of": len(names)}
+
+
+def test_the_gate_refuses_a_synthetic_corpus_as_release_evidence(tmp_path: Path) -> None:
+    fx = tmp_path / "fx"
+    shutil.copytree(FIXTURES / "short-session", fx / "short-session")
+    doc = json.loads((fx / "short-session" / "input.json").read_text(encoding="utf-8"))
+    doc["synthetic"] = True
+    (fx / "short-session" / "input.json").write_text(json.dumps(doc), encoding="utf-8")
+    r = execute(RunOptions(fixtures=str(fx), out=str(tmp_path / "o"), now=NOW))
+    assert r.report["totals"]["synthetic"] == 1
+    assert r.verdict == "NO-GO"
+    for step in r.report["ladder"]:
+        assert step["verdict"] == "NO-GO"
+    assert main(["gate", str(tmp_path / "o" / "evidence.json"), "--phase", "0",
+                 "--platforms", r.evidence["environment"]["platform"]]) == 1
+    gate = json.loads((tmp_path / "o" / "evidence.json").read_text(encoding="utf-8"))
+    assert gate["run"]["totals"]["synthetic"] == 1
