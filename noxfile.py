@@ -50,6 +50,13 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks; writes reports/bench/latest.json (medians, ratios vs in-run baselines)."""
+    """Benchmarks; writes reports/bench/latest.json (medians, ratios vs in-run baselines).
+
+    ``nox -s bench -- --scale [--sizes N …] [--stage run|map]`` runs the scale-out
+    benchmark instead (benchmarks/scale_bench.py; reports/bench/scale.json)."""
     session.install("-e", ".[scale]")
-    session.run("python", "-m", "benchmarks", *session.posargs)
+    args = list(session.posargs)
+    if args[:1] == ["--scale"]:
+        session.run("python", "-m", "benchmarks.scale_bench", *args[1:])
+    else:
+        session.run("python", "-m", "benchmarks", *args)

@@ -111,6 +111,7 @@ class _Stream:
     sample_all: bool
     manifest: ManifestCheck
     label: str
+    keep_sample: bool = True
     errors: list[FixtureError] = field(default_factory=list)  # found by the driver
     names: set[str] = field(default_factory=set)
     sampled: list[Task] = field(default_factory=list)
@@ -129,17 +130,21 @@ class _Stream:
                 origins[u.name] = u.origin
             self.manifest.see(u)
             task = Task(u.name, tuple(u.files), u.origin, u.error)
-            if self.sample_all or sample_fraction(u.name) < SAMPLE / self.total:
+            if self.keep_sample and (self.sample_all
+                                     or sample_fraction(u.name) < SAMPLE / self.total):
                 self.sampled.append(task)
             yield task
 
 
-def map_corpus(source: Any, ctx: MapContext, opts: MapOptions, shards: Path, *,
-               progress: Progress | None = None, determinism: bool = True) -> Reduced:
-    """Judge every scenario of ``source`` on ``opts.executor``; the rows go to ``shards``;
-    returns the reduction (and, with ``determinism``, the sampled rerun's verdict)."""
+def map_to_shards(source: Any, ctx: MapContext, opts: MapOptions, shards: Path, *,
+                  progress: Progress | None = None, sample: bool = True
+                  ) -> tuple[_Stream, list[Projection]]:
+    """The map alone: every scenario of ``source`` judged on ``opts.executor``, its rows
+    appended to ``shards`` in batches (nothing but the driver's bookkeeping — names seen,
+    the determinism sample when ``sample`` — stays in memory)."""
     total = source.count()
-    stream = _Stream(total, total <= SAMPLE, ManifestCheck(source), source.label)
+    stream = _Stream(total, total <= SAMPLE, ManifestCheck(source), source.label,
+                     keep_sample=sample)
     writer = ShardWriter(shards)
     projections: list[Projection] = []
     done = 0
@@ -154,6 +159,15 @@ def map_corpus(source: Any, ctx: MapContext, opts: MapOptions, shards: Path, *,
 
     run_map(stream.tasks(source.units()), ctx, opts, total, on_result)
     writer.close()
+    return stream, projections
+
+
+def map_corpus(source: Any, ctx: MapContext, opts: MapOptions, shards: Path, *,
+               progress: Progress | None = None, determinism: bool = True) -> Reduced:
+    """Judge every scenario of ``source`` on ``opts.executor``; the rows go to ``shards``;
+    returns the reduction (and, with ``determinism``, the sampled rerun's verdict)."""
+    stream, projections = map_to_shards(source, ctx, opts, shards, progress=progress,
+                                        sample=determinism)
     errors = [*source.problems(), *stream.errors, *stream.manifest.problems(stream.names)]
     red = reduce_shards(shards, errors, projections)
     if not determinism:
