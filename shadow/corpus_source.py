@@ -366,6 +366,11 @@ class ArchiveSource(CorpusSource):
                     group.refuse(entry, f"a member of at most {MAX_MEMBER_BYTES} bytes", big)
                 group.reads.append((entry, m))
 
+    @staticmethod
+    def _read_order(read: tuple[str, _Member]) -> Any:
+        """The order a scenario's members are read in (the unit lists them by name)."""
+        return (read[0] != "input.json", read[0])
+
     @abc.abstractmethod
     def _read(self, m: _Member, where: str) -> bytes:
         """The bytes of a regular member (``where``: its corpus-relative name): damage that
@@ -396,7 +401,7 @@ class ArchiveSource(CorpusSource):
                                f"{MAX_UNIT_BYTES} bytes", f"{total} bytes")
             return Unit(group.name, (), self.origin, err, members)
         files = []
-        for entry, m in sorted(group.reads, key=lambda r: (r[0] != "input.json", r[0])):
+        for entry, m in sorted(group.reads, key=self._read_order):
             try:
                 files.append((entry, self._read(m, f"{group.name}/{entry}")))
             except FixtureError as exc:  # only this scenario is damaged
@@ -503,11 +508,19 @@ def _tar_kind(info: tarfile.TarInfo) -> str:
 
 class TarSource(ArchiveSource):
     """A ``.tar``, ``.tar.gz`` or ``.tgz`` archive: one pass over its headers when opened
-    (bodies skipped), then each scenario's members read in archive order."""
+    (bodies skipped), then each scenario's members read in archive order.
+
+    A compressed stream cannot seek backwards without decompressing again from byte 0, so
+    a compressed tar is read in one forward pass: the members of each scenario by offset,
+    and a member of a later scenario passed on the way (a scenario spread through the
+    archive) is held until its scenario is yielded.  Only a new pass over the units (or a
+    metadata file behind the stream) goes back."""
 
     def __init__(self, path: Path, origin: str | None = None) -> None:
         super().__init__(path, origin)
         self._file = _open_regular(path)
+        self._ahead: dict[int, bytes] = {}  # offset -> bytes read ahead (compressed)
+        self._plan: list[_Member] = []  # the pass's members still to read, by offset
         last = ""
         try:
             self._tar = tarfile.open(fileobj=self._file, mode="r:*")  # noqa: SIM115
@@ -518,15 +531,18 @@ class TarSource(ArchiveSource):
                 listed.append(_Member(info.name, _tar_kind(info), info.size, info.offset_data))
             self._check_end(last)
             self._classify(listed, by_name=False)
+            assert self._tar.fileobj is not None
+            self._tar.fileobj.seek(0)  # the first pass then reads forward only
         except _TAR_ERRORS as exc:
-            self._file.close()
+            self.close()
             at = f"damaged or truncated after member {_shown(last)}" if last else \
                 "not a tar archive, or damaged at its first member"
             raise InputError(path, "", "a readable tar archive",
                              f"{at} ({type(exc).__name__}: {exc})") from None
         except BaseException:  # an InputError of _check_end included
-            self._file.close()
+            self.close()
             raise
+        self._compressed = self._tar.fileobj is not self._file
 
     def _check_end(self, last: str) -> None:
         """tarfile stops quietly at a header it cannot read: what follows the last member
@@ -546,11 +562,37 @@ class TarSource(ArchiveSource):
                              "end-of-archive marker)", "unreadable data " + after
                              if seen < 0 else "a truncated archive " + after)
 
+    @staticmethod
+    def _read_order(read: tuple[str, _Member]) -> Any:
+        return read[1].ref  # by offset: no seek back within a scenario
+
+    def units(self, names: Container[str] | None = None) -> Iterator[Unit]:
+        if self._compressed:  # the members this pass reads, by offset
+            self._ahead.clear()
+            self._plan = sorted((m for g in self._groups.values()
+                                 if (names is None or g.name in names) and not g.errors
+                                 and sum(m.size for _, m in g.reads) <= MAX_UNIT_BYTES
+                                 for _, m in g.reads), key=lambda m: -m.ref)
+        yield from super().units(names)
+
     def _read(self, m: _Member, where: str) -> bytes:
+        if not self._compressed:
+            return self._seek_read(m)
+        if (data := self._ahead.pop(m.ref, None)) is not None:
+            return data
+        while self._plan and self._plan[-1].ref < m.ref:  # passed on the way: kept
+            n = self._plan.pop()
+            self._ahead[n.ref] = self._seek_read(n)
+        if self._plan and self._plan[-1].ref == m.ref:
+            self._plan.pop()
+        return self._seek_read(m)
+
+    def _seek_read(self, m: _Member) -> bytes:
         f = self._tar.fileobj
         assert f is not None
         try:
-            f.seek(m.ref)
+            if f.tell() != m.ref:
+                f.seek(m.ref)
             data = f.read(m.size)
         except _TAR_ERRORS as exc:
             data, why = b"", f" ({type(exc).__name__}: {exc})"
@@ -562,7 +604,8 @@ class TarSource(ArchiveSource):
         return bytes(data)
 
     def close(self) -> None:
-        self._tar.close()
+        if (tar := getattr(self, "_tar", None)) is not None:
+            tar.close()
         self._file.close()
 
 

@@ -17,6 +17,7 @@ import warnings
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,7 +26,13 @@ from hypothesis import strategies as st
 from shadow import corpus_source as cs
 from shadow.corpus_source import Unit, open_source
 from shadow.errors import FixtureError, InputError
-from shadow.fixtures import Corpus, load_corpus, load_scenario, scenario_from_files
+from shadow.fixtures import (
+    Corpus,
+    corpus_from_source,
+    load_corpus,
+    load_scenario,
+    scenario_from_files,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -188,6 +195,83 @@ def test_a_tar_with_interleaved_scenarios_reads_each_whole(tmp_path: Path) -> No
     interleaved = sorted(members, key=lambda m: (m[0].split("/")[1], m[0]))
     assert interleaved[0][0].split("/")[0] != interleaved[1][0].split("/")[0]
     _same(load_corpus(small), load_corpus(_tar(tmp_path / "mixed.tar.gz", interleaved, "w:gz")))
+
+
+class _Rewinds(io.RawIOBase):
+    """A file that counts the seeks that go back (a gzip stream decompressing again)."""
+
+    def __init__(self, f: io.BufferedReader) -> None:
+        self.f, self.back = f, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, b: memoryview) -> int:  # type: ignore[override]
+        return self.f.readinto(b)
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        if whence == 0 and pos < self.f.tell():
+            self.back += 1
+        return self.f.seek(pos, whence)
+
+    def tell(self) -> int:
+        return self.f.tell()
+
+    def close(self) -> None:
+        self.f.close()
+        super().close()
+
+
+def test_a_sorted_tar_gz_is_read_without_going_back(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # `tar czf` of sorted names: cli.*/desktop.* before input.json in every scenario
+    names = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())[:20]
+    arc = _tar(tmp_path / "c.tgz", [(n, p) for n, p in _files(FIXTURES)
+                                    if n.split("/")[0] in names or "/" not in n], "w:gz")
+    opened: list[_Rewinds] = []
+    real = cs._open_regular
+
+    def counting(path: Path) -> IO[bytes]:
+        opened.append(_Rewinds(real(path)))  # type: ignore[arg-type]
+        return io.BufferedReader(opened[-1])  # type: ignore[return-value]
+
+    monkeypatch.setattr(cs, "_open_regular", counting)
+    with open_source(arc) as src:
+        opened[0].back = 0  # opening: tarfile's probing and the header pass
+        corpus = corpus_from_source(src)
+        assert opened[0].back == 0
+    assert len(corpus.scenarios) == 20
+    with open_source(arc) as src:  # interleaved scenarios: still one forward pass
+        opened[-1].back = 0
+        assert [u.name for u in src.units()] == names
+        assert opened[-1].back == 0
+    mixed = sorted(_files(_small(tmp_path)), key=lambda m: (m[0].split("/")[1], m[0]))
+    with open_source(_tar(tmp_path / "mixed.tgz", mixed, "w:gz")) as src:
+        opened[-1].back = 0
+        units = list(src.units())
+        assert opened[-1].back == 0
+    _same(load_corpus(_small(tmp_path / "again")), load_corpus(tmp_path / "mixed.tgz"))
+    assert {u.name for u in units} == set(SMALL) and all(u.error is None for u in units)
+
+
+def test_a_tar_whose_end_is_damaged_is_closed(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    arc = _tar(tmp_path / "c.tar", list(_files(_small(tmp_path))))
+    arc.write_bytes(arc.read_bytes()[:-2048] + b"junk" * 512)
+    closed: list[bool] = []
+    real = tarfile.TarFile.close
+
+    def spy(self: tarfile.TarFile) -> None:
+        closed.append(True)
+        real(self)
+
+    monkeypatch.setattr(tarfile.TarFile, "close", spy)
+    with pytest.raises(InputError, match="unreadable data"):
+        open_source(arc)
+    assert closed
 
 
 # =========================================================================== laziness
