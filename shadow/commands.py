@@ -5,14 +5,31 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from shadow.progress import TerminalProgress
-    from shadow.run import RunOptions, default_recordings, execute
+    from shadow.run import default_recordings
 
     recordings = None if args.no_recordings else (args.recordings or default_recordings())
-    result = execute(RunOptions(
+    bar = TerminalProgress()
+    try:
+        result = _execute_run(args, recordings, bar)
+    finally:
+        bar.close()
+    args._exit = 0 if result.verdict == "GO" else 1  # a closed stdout still exits with it
+    for line in result.lines:
+        print(line)
+    print(f"verdict: {result.verdict} (phase {result.report['phase']})")
+    sys.stdout.flush()
+    return 0 if result.verdict == "GO" else 1
+
+
+def _execute_run(args: argparse.Namespace, recordings: str | None, bar: Any) -> Any:
+    from shadow.run import RunOptions, execute
+
+    return execute(RunOptions(
         fixtures=args.fixtures, out=args.out, recordings=recordings, phase=args.phase,
         surfaces=tuple(args.surface or ()), candidate=args.candidate,
         record_candidate=args.record_candidate, waivers=args.waivers,
@@ -21,14 +38,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         **({"noise": args.noise} if args.noise else {}),
         policy=args.policy, inventory=args.inventory, attach=tuple(args.attach or ()),
         previous=args.previous, determinism=not args.skip_determinism,
-        progress=TerminalProgress(),
+        progress=bar,
     ))
-    args._exit = 0 if result.verdict == "GO" else 1  # a closed stdout still exits with it
-    for line in result.lines:
-        print(line)
-    print(f"verdict: {result.verdict} (phase {result.report['phase']})")
-    sys.stdout.flush()
-    return 0 if result.verdict == "GO" else 1
 
 
 def cmd_codes(args: argparse.Namespace) -> int:

@@ -76,6 +76,17 @@ class TerminalProgress:
             self.stream.write("\r" + " " * (len(text) - 1) + "\r")
         self.stream.flush()
 
+    def close(self) -> None:
+        """Take the bar down (a run that ended early, or never reached its total: names
+        repeated across shards are not replayed)."""
+        if self._bar is not None:
+            self._bar[0].stop()
+            self._bar = None
+        elif self.tty and not self.rich and self._start is not None:
+            self.stream.write("\r" + " " * (self.width + 110) + "\r")
+            self.stream.flush()
+        self._start = None
+
     def _draw_rich(self, done: int, total: int, label: str) -> None:
         from rich.console import Console
         from rich.progress import (
