@@ -255,7 +255,7 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
                "The replay of a fixture killed or hung its worker, or the map step raised: "
                "the fixture is quarantined and named, nothing of it was judged; the run "
                "goes on (docs/scale.md).",
-               "`x`: the worker died twice while replaying it (process executor)."),
+               "`x`: \"the worker process died\" (process executor, retried alone)."),
     ReasonCode("unclassified", _M, False,
                "A difference no rule explains. Itself a finding; never silently dropped.",
                "A field present on one side only with no known meaning."),
@@ -279,7 +279,7 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
     ReasonCode("evidence.synthetic", _B, False,
                "The evidence was produced on a synthetic corpus (`shadow synth`, "
                "`synthetic: true`): a scale test, never release evidence.",
-               "`run.synthetic_fixtures`: 100000 of 100000 fixtures are synthetic."),
+               "`corpus`: 100000 synthetic fixture(s) in the evidence (shadow synth)."),
     ReasonCode("evidence.platform_mismatch", _B, False,
                "Runs of the same candidate on different platforms produced different "
                "results (divergences, defects or cases).",

@@ -10,7 +10,8 @@ order nor the part boundaries reach a report.
 
 Tables (every column a string unless said):
 
-* ``fixtures``: ``fixture``, ``status`` (judged | quarantined | crashed), ``origin``,
+* ``fixtures``: ``fixture``, ``status`` (judged | quarantined | crashed | no_cassette),
+  ``origin``,
   ``digest``, ``content_key``, ``synthetic`` (bool), ``comparisons`` (int)
 * ``cases``: ``fixture``, ``surface``
 * ``divergences`` and ``legacy_defects``: ``fixture``, ``wire`` (the divergence's JSON)
