@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from shadow.boundary import join_pointer, loads, read_regular, regular_file_problem
 from shadow.canonical import js_safe_integer
+from shadow.corpus_ledger import MANIFEST_FORMAT as MANIFEST_FORMAT  # re-exported
+from shadow.corpus_ledger import QUARANTINED, CorpusLedger, Row
 from shadow.errors import FixtureError, InputError, describe
 from shadow.noise_rules import NO_RULES, NoiseRules, given_values, neutralise
 
@@ -550,6 +552,16 @@ def scenario_from_files(name: str, files: Sequence[tuple[str, bytes]],
     return _scenario(name, name, files, noise)
 
 
+def files_digest(files: Iterable[tuple[str, bytes]]) -> str:
+    """A scenario's digest: sha256 over its files' names and bytes, sorted by name."""
+    h = hashlib.sha256()
+    for fname, data in sorted(files):
+        h.update(fname.encode("utf-8") + b"\0")
+        h.update(data)
+        h.update(b"\0")
+    return "sha256:" + h.hexdigest()
+
+
 def _scenario(name: str, sname: str, files: Sequence[tuple[str, bytes]],
               noise: NoiseRules) -> Scenario:
     data = dict(files)
@@ -559,11 +571,6 @@ def _scenario(name: str, sname: str, files: Sequence[tuple[str, bytes]],
                            "two files of that name")
     _require_input(data, sname)
     input_src = f"{sname}/input.json"
-    h = hashlib.sha256()
-    for fname in sorted(data):
-        h.update(fname.encode("utf-8") + b"\0")
-        h.update(data[fname])
-        h.update(b"\0")
     inp = validate_input(_parse(data["input.json"], input_src), input_src, name)
     captures = []
     for fname in sorted(data):
@@ -577,7 +584,7 @@ def _scenario(name: str, sname: str, files: Sequence[tuple[str, bytes]],
         captures = [neutralised(c, noise, given, name) for c in captures]
     check_consistent(captures)
     return Scenario(name=name, input_file=input_src, input=inp, captures=tuple(captures),
-                    digest="sha256:" + h.hexdigest())
+                    digest=files_digest(files))
 
 
 def _top_level(root: Path) -> tuple[list[Path], list[FixtureError], list[Path]]:
@@ -629,53 +636,26 @@ def corpus_from_source(source: CorpusSource, only: Iterable[str] | None = None,
     empty = source.nothing_to_judge()
     if empty is not None:
         raise empty
-    odd = source.problems()
     wanted = set(only) if only else None
-    manifests = _manifests(source)
-    listed: dict[str, set[str]] = {}  # scenario -> the files a manifest lists for it
-    for _, _, doc in manifests:
-        if doc is None:
-            continue
-        for name, (_, entry) in _listed(doc, wanted):
-            listed.setdefault(name, set()).update(_listed_files(entry))
-    members: dict[str, frozenset[str]] = {}
-    origin_of: dict[str, str] = {}
-    scenarios: list[Scenario] = []
-    quarantined: list[FixtureError] = [
-        e for e in odd if wanted is None or e.source in wanted]
+    ledger = CorpusLedger(source, wanted)
+    scenarios: dict[str, Scenario] = {}
+    rows: list[Row] = []
+    errors: list[FixtureError] = []
     for unit in source.units(wanted):
-        if unit.name in origin_of:
-            first = origin_of[unit.name] or source.label
-            quarantined.append(FixtureError(
-                f"{unit.name}/input.json", "", "a scenario name of its own (one scenario "
-                "folder of that name in the corpus)", f"also in {first}"))
+        if not ledger.see(unit):
             continue
-        origin_of[unit.name] = unit.origin
-        if unit.name in listed:
-            members[unit.name] = frozenset(
-                f for f in listed[unit.name] if source.has_file(unit, f))
         try:
             if unit.error is not None:
                 raise unit.error
-            scenarios.append(scenario_from_files(unit.name, unit.files, noise))
+            sc = scenarios[unit.name] = scenario_from_files(unit.name, unit.files, noise)
         except FixtureError as exc:
-            quarantined.append(exc)
-    scenarios, copies = _without_copies(scenarios)
-    quarantined += copies
-    present = {s.name for s in scenarios} | {q.source.split("/", 1)[0] for q in quarantined}
-    for origin, problem, doc in manifests:
-        if problem is not None:
-            quarantined.append(problem)
+            errors.append(exc)
+            rows.append((unit.name, QUARANTINED, "", ""))
         else:
-            quarantined += _manifest_problems(doc, origin, present, members, wanted)
-    quarantined.sort(key=lambda e: e.source)
-    h = hashlib.sha256()
-    for s in scenarios:
-        h.update(f"{s.name}\0{s.digest}\n".encode())
-    for q in quarantined:
-        h.update(f"quarantined\0{q.source}\n".encode())
-    return Corpus(root=source.root, scenarios=tuple(scenarios),
-                  quarantined=tuple(quarantined), digest="sha256:" + h.hexdigest())
+            rows.append((sc.name, "loaded", sc.digest, _content_key(sc)))
+    done = ledger.finish(rows, errors)
+    return Corpus(root=source.root, scenarios=tuple(scenarios[n] for n in done.scenarios),
+                  quarantined=done.quarantined, digest=done.digest)
 
 
 def _content_key(sc: Scenario) -> str:
@@ -689,86 +669,6 @@ def _content_key(sc: Scenario) -> str:
         h.update(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8"))
         h.update(b"\0")
     return h.hexdigest()
-
-
-def _without_copies(scenarios: list[Scenario]) -> tuple[list[Scenario], list[FixtureError]]:
-    """Quarantine every scenario that repeats an earlier one's content under another name,
-    so a copy can never count twice towards a gate's fixture floor."""
-    first: dict[str, str] = {}
-    kept, copies = [], []
-    for sc in sorted(scenarios, key=lambda s: s.name):
-        key = _content_key(sc)
-        if key in first:
-            copies.append(FixtureError(sc.input_file, "", "a scenario of its own (a copy is "
-                                       "not more evidence)", f"a copy of {first[key]}"))
-        else:
-            first[key] = sc.name
-            kept.append(sc)
-    return kept, copies
-
-
-MANIFEST_FORMAT = "legacy-capture-manifest/v1"
-
-
-def _manifests(source: CorpusSource) -> list[tuple[str, FixtureError | None, Any]]:
-    """(origin, problem, document) of every capture-tool ``MANIFEST.json`` of the corpus
-    (one per shard at most); another ``MANIFEST.json`` is corpus metadata only."""
-    out: list[tuple[str, FixtureError | None, Any]] = []
-    for origin, name in source.metadata_names():
-        if name != "MANIFEST.json":
-            continue
-        try:
-            doc = loads(source.metadata(name, origin) or b"", "MANIFEST.json")
-        except InputError as exc:
-            out.append((origin, FixtureError("MANIFEST.json", exc.pointer, exc.expected,
-                                             exc.got), None))
-            continue
-        if isinstance(doc, Mapping) and doc.get("format") == MANIFEST_FORMAT:
-            out.append((origin, None, doc))
-    return out
-
-
-def _listed(doc: Any, wanted: set[str] | None) -> Iterator[tuple[str, tuple[int, Any]]]:
-    """(scenario name, (index, entry)) of every scenario a manifest lists (and ``wanted``)."""
-    listed = doc.get("scenarios") if isinstance(doc, Mapping) else None
-    for i, entry in enumerate(listed if isinstance(listed, list) else []):
-        name = entry.get("id") if isinstance(entry, Mapping) else None
-        if isinstance(name, str) and (wanted is None or name in wanted):
-            yield name, (i, entry)
-
-
-def _listed_files(entry: Any) -> Iterator[str]:
-    surfaces = entry.get("surfaces") if isinstance(entry, Mapping) else None
-    for surf in surfaces if isinstance(surfaces, list) else []:
-        fname = surf.get("file") if isinstance(surf, Mapping) else None
-        if isinstance(fname, str):
-            yield fname
-
-
-def _manifest_problems(doc: Any, origin: str, present: set[str],
-                       members: Mapping[str, frozenset[str]],
-                       wanted: set[str] | None) -> list[FixtureError]:
-    """When the corpus carries the capture tool's ``MANIFEST.json``, every scenario and
-    capture file it lists must be there (``members``: the regular files of each listed
-    scenario found): a deleted capture is quarantined, never silently left out of the
-    judgement.  In a sharded corpus a shard's manifest may list any shard's scenarios."""
-    where = f"MANIFEST.json of {origin}" if origin else "MANIFEST.json"
-    out: list[FixtureError] = []
-    for name, (i, entry) in _listed(doc, wanted):
-        if name not in present:
-            out.append(FixtureError(f"{name}/input.json", "", f"the scenario {where} "
-                                    f"lists (/scenarios/{i})", "no such folder"))
-            continue
-        surfaces = entry.get("surfaces")
-        for j, surf in enumerate(surfaces if isinstance(surfaces, list) else []):
-            fname = surf.get("file") if isinstance(surf, Mapping) else None
-            if isinstance(fname, str) and fname not in members.get(name, frozenset()):
-                failed = isinstance(surf, Mapping) and surf.get("status") == "capture-error"
-                out.append(FixtureError(f"{name}/{fname}", "", f"the capture {where} "
-                                        f"lists (/scenarios/{i}/surfaces/{j})",
-                                        "no such file: the capture failed (MANIFEST "
-                                        "capture_errors)" if failed else "no such file"))
-    return out
 
 
 def compaction_source(capture: Capture, siblings: Mapping[str, Capture]) -> Capture | None:

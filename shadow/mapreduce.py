@@ -6,11 +6,12 @@ shards (:mod:`shadow.shards`) as it arrives.  :func:`reduce_shards` then builds,
 pandas, what the reports need — everything sorted by value, so the executor, the worker
 count, the batch boundaries and the order of the corpus never reach a report byte.
 
-What the corpus-wide checks of :func:`shadow.fixtures.load_corpus` do, this does on the
-stream: a scenario name seen again (a second shard) is quarantined ("also in …") and not
-replayed; a scenario whose content repeats an earlier one's under another name is
-quarantined as a copy (by name order, after the map); the capture tool's
-``MANIFEST.json`` is checked against each scenario's files as it passes.
+The corpus-wide rules are :func:`shadow.fixtures.load_corpus`'s own
+(:class:`shadow.corpus_ledger.CorpusLedger`), fed from the stream: a scenario name seen
+again (a second shard) is quarantined ("also in …") and not replayed; the capture tool's
+``MANIFEST.json`` is checked against each scenario's files as it passes; copies (by name
+order) and the corpus digest are decided after the map, from the shards' ``fixtures``
+table.
 
 The determinism rerun (docs/scale.md, "Determinism at scale") replays again, in reverse
 order, every fixture when the corpus has at most :data:`SAMPLE` scenarios, otherwise the
@@ -21,13 +22,13 @@ evidence says which rule applied and how many fixtures it compared.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from shadow.corpus_ledger import CorpusLedger, Row, copies_of
 from shadow.divergence import Divergence
 from shadow.errors import FixtureError
 from shadow.executors import MapOptions, run_map
@@ -63,43 +64,6 @@ def _divergence(wire: str) -> Divergence:
                       d["attribution"], tuple(d["item_ids"]), d["detail"])
 
 
-# --- the MANIFEST.json of the capture tool, checked unit by unit ----------------------------
-
-
-class ManifestCheck:
-    """Every scenario and capture file a capture-tool ``MANIFEST.json`` lists must be
-    there: the rule of :func:`shadow.fixtures.load_corpus`, fed unit by unit (only the
-    files of listed scenarios are remembered)."""
-
-    def __init__(self, source: Any) -> None:
-        from shadow.fixtures import _listed, _listed_files, _manifests
-
-        self.source = source
-        self.manifests = _manifests(source)
-        self.listed: dict[str, list[str]] = {}
-        for _origin, _problem, doc in self.manifests:
-            for name, (_i, entry) in _listed(doc, None) if doc is not None else ():
-                self.listed.setdefault(name, []).extend(_listed_files(entry))
-        self.members: dict[str, frozenset[str]] = {}
-
-    def see(self, unit: Any) -> None:
-        files = self.listed.get(unit.name)
-        if files is not None:
-            self.members[unit.name] = frozenset(
-                f for f in files if self.source.has_file(unit, f))
-
-    def problems(self, present: set[str]) -> list[FixtureError]:
-        from shadow.fixtures import _manifest_problems
-
-        out: list[FixtureError] = []
-        for origin, problem, doc in self.manifests:
-            if problem is not None:
-                out.append(problem)
-            else:
-                out += _manifest_problems(doc, origin, present, self.members, None)
-        return out
-
-
 # --- map --------------------------------------------------------------------------------------
 
 
@@ -109,26 +73,16 @@ class _Stream:
 
     total: int
     sample_all: bool
-    manifest: ManifestCheck
-    label: str
+    ledger: CorpusLedger
     keep_sample: bool = True
-    errors: list[FixtureError] = field(default_factory=list)  # found by the driver
     names: set[str] = field(default_factory=set)
     sampled: list[Task] = field(default_factory=list)
 
     def tasks(self, units: Iterator[Any]) -> Iterator[Task]:
-        origins: dict[str, str] = {}
         for u in units:
-            if u.name in self.names:
-                self.errors.append(FixtureError(
-                    f"{u.name}/input.json", "", "a scenario name of its own (one scenario "
-                    "folder of that name in the corpus)",
-                    f"also in {origins.get(u.name) or self.label}"))
+            if not self.ledger.see(u):  # a name seen before: quarantined, not replayed
                 continue
             self.names.add(u.name)
-            if u.origin:
-                origins[u.name] = u.origin
-            self.manifest.see(u)
             task = Task(u.name, tuple(u.files), u.origin, u.error)
             if self.keep_sample and (self.sample_all
                                      or sample_fraction(u.name) < SAMPLE / self.total):
@@ -143,8 +97,7 @@ def map_to_shards(source: Any, ctx: MapContext, opts: MapOptions, shards: Path, 
     appended to ``shards`` in batches (nothing but the driver's bookkeeping — names seen,
     the determinism sample when ``sample`` — stays in memory)."""
     total = source.count()
-    stream = _Stream(total, total <= SAMPLE, ManifestCheck(source), source.label,
-                     keep_sample=sample)
+    stream = _Stream(total, total <= SAMPLE, CorpusLedger(source), keep_sample=sample)
     writer = ShardWriter(shards)
     projections: list[Projection] = []
     done = 0
@@ -168,8 +121,7 @@ def map_corpus(source: Any, ctx: MapContext, opts: MapOptions, shards: Path, *,
     returns the reduction (and, with ``determinism``, the sampled rerun's verdict)."""
     stream, projections = map_to_shards(source, ctx, opts, shards, progress=progress,
                                         sample=determinism)
-    errors = [*source.problems(), *stream.errors, *stream.manifest.problems(stream.names)]
-    red = reduce_shards(shards, errors, projections)
+    red = reduce_shards(shards, stream.ledger, projections)
     if not determinism:
         return red
     return _rerun(red, stream, ctx, opts, shards)
@@ -198,19 +150,15 @@ def _rerun(red: Reduced, stream: _Stream, ctx: MapContext, opts: MapOptions,
 # --- reduce -----------------------------------------------------------------------------------
 
 
+def _rows(shards: Path) -> list[Row]:
+    fx = frame(shards, "fixtures", ["fixture", "status", "digest", "content_key"])
+    return list(zip(fx["fixture"].astype(str), fx["status"].astype(str),
+                    fx["digest"].astype(str), fx["content_key"].astype(str), strict=True))
+
+
 def _kept_names(shards: Path) -> set[str]:
-    fx = frame(shards, "fixtures", ["fixture", "status", "content_key"])
-    return set(fx["fixture"]) - set(_copies(fx))
-
-
-def _copies(fx: Any) -> dict[str, str]:
-    """name -> the earlier scenario (by name) it copies: a copy is not more evidence."""
-    parsed = fx[fx["content_key"] != ""].sort_values("fixture", kind="stable")
-    first = parsed.drop_duplicates("content_key", keep="first").set_index(
-        "content_key")["fixture"]
-    dup = parsed[parsed.duplicated("content_key", keep="first")]
-    return {str(n): str(first[k]) for n, k in zip(dup["fixture"], dup["content_key"],
-                                                    strict=True)}
+    rows = _rows(shards)
+    return {r[0] for r in rows} - set(copies_of(rows))
 
 
 def _digest_of(shards: Path, names: set[str]) -> str:
@@ -248,38 +196,25 @@ def _raw(shards: Path, names: set[str] | None) -> tuple[list[Divergence], list[D
     return divs, defects, cases, int(fx["comparisons"].sum())
 
 
-def reduce_shards(shards: Path, errors: Sequence[FixtureError],
+def reduce_shards(shards: Path, ledger: CorpusLedger,
                   projections: Sequence[Projection] = ()) -> Reduced:
-    """Everything the judgement needs from the shards plus the driver's ``errors``."""
+    """Everything the judgement needs from the shards; the corpus-wide rules are
+    ``ledger``'s (fed by the stream), decided over the shards' ``fixtures`` table."""
     from shadow.evidence import results_digest
 
-    fx = frame(shards, "fixtures")
-    copies = _copies(fx)
-    kept = fx[~fx["fixture"].isin(list(copies))]
-    names = set(kept["fixture"].astype(str))
-    q = frame(shards, "quarantine")
-    q = q[q["fixture"].isin(names)]
-    load_errors = [FixtureError(s, p, e, g) for s, p, e, g in zip(
-        q["source"], q["pointer"], q["expected"], q["got"], strict=True)]
+    rows = _rows(shards)
+    q = frame(shards, "quarantine").sort_values("fixture", kind="stable")
+    status = {name: st for name, st, _, _ in rows}
+    errors: list[FixtureError] = []
     # a scenario without its cassette was loaded (it counts in the corpus digest) and is
-    # quarantined after, as run.without_cassettes does
-    nocas_names = set(kept.loc[kept["status"] == "no_cassette", "fixture"])
-    nocas = [e for e, f in zip(load_errors, q["fixture"], strict=True) if f in nocas_names]
-    load_errors = [e for e, f in zip(load_errors, q["fixture"], strict=True)
-                   if f not in nocas_names]
-    load_errors += [FixtureError(f"{n}/input.json", "", "a scenario of its own (a copy is "
-                                 "not more evidence)", f"a copy of {first}")
-                    for n, first in sorted(copies.items())]
-    load_errors += errors
-    load_errors.sort(key=lambda e: e.source)
-    scen = kept[kept["status"].isin(["judged", "crashed", "no_cassette"])].sort_values(
-        "fixture", kind="stable")
-    h = hashlib.sha256()
-    for name, dig in zip(scen["fixture"], scen["digest"], strict=True):
-        h.update(f"{name}\0{dig}\n".encode())
-    for e in load_errors:
-        h.update(f"quarantined\0{e.source}\n".encode())
-    judged = names - nocas_names
+    # quarantined after the digest (the cassette rule of the map step)
+    nocas: list[FixtureError] = []
+    for f, s, p, e, g in zip(q["fixture"], q["source"], q["pointer"], q["expected"],
+                             q["got"], strict=True):
+        (nocas if status.get(f) == "no_cassette" else errors).append(FixtureError(s, p, e, g))
+    done = ledger.finish(rows, errors, nocas)
+    judged = {name for name, st, _, _ in rows
+              if name not in done.copies and st != "no_cassette"}
     divs, defects, cases, comparisons = _raw(shards, judged)
     nf = frame(shards, "noise")
     nf = nf[nf["fixture"].isin(judged)]
@@ -287,9 +222,10 @@ def reduce_shards(shards: Path, errors: Sequence[FixtureError],
              for rid, g in nf.groupby("rule", sort=True)}
     replay = results_digest([d.to_wire() for d in divs], [d.to_wire() for d in defects],
                             cases, comparisons)
+    fx = frame(shards, "fixtures")
+    scen = fx[fx["fixture"].isin(done.scenarios)]
     return Reduced(divs, defects, comparisons, cases,
-                   int((scen["status"] != "no_cassette").sum()),
-                   sorted([*load_errors, *nocas], key=lambda e: e.source),
-                   "sha256:" + h.hexdigest(), int(scen["synthetic"].astype(bool).sum()),
+                   int((scen["status"] != "no_cassette").sum()), list(done.quarantined),
+                   done.digest, int(scen["synthetic"].astype(bool).sum()),
                    noise, replay, {}, sorted(projections, key=lambda p: (p.fixture,
                                                                          p.surface)))

@@ -31,7 +31,7 @@ import datetime as dt
 import json
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -42,14 +42,12 @@ from shadow import intended as intended_mod
 from shadow import noise_rules, outdir, reports
 from shadow import waivers as waiver_mod
 from shadow.divergence import Divergence, make, with_ids
-from shadow.errors import FixtureError, InputError, UsageError
+from shadow.errors import InputError, UsageError
 from shadow.executors import DEFAULT_FIXTURE_TIMEOUT, MapOptions
-from shadow.fixtures import Corpus
 from shadow.gates import policy as policy_mod
 from shadow.gates import rule
 from shadow.mapreduce import Reduced, map_corpus
 from shadow.mapstep import MapContext
-from shadow.providers.cassettes import cassette_path
 
 REPORT_SCHEMA: Final = "shadow-report/v1"
 PHASES: Final = range(0, 6)
@@ -88,18 +86,6 @@ class RunResult:
     lines: tuple[str, ...] = ()
     paths: tuple[Path, ...] = ()
     evidence: dict[str, Any] = field(default_factory=dict, repr=False)
-
-
-def _fixtures_root(path: str) -> Path:
-    root = Path(path)
-    if not root.is_dir():
-        raise InputError(root, "", "a fixture folder in the legacy-capture/v1 layout",
-                         "no such folder")
-    nested = root / "legacy-captures"
-    if not any(p.is_dir() and (p / "input.json").is_file() for p in root.iterdir()) and \
-            nested.is_dir():
-        return nested
-    return root
 
 
 def _quarantine(errors: Sequence[Any]) -> list[Divergence]:
@@ -296,25 +282,6 @@ def _judge(opts: RunOptions, red: Reduced, candidate: Any,
     report["verdict"], report["ladder"] = verdict, steps
     evidence["run"]["verdict"] = verdict
     return report, evidence_mod.seal(evidence)
-
-
-def without_cassettes(corpus: Corpus, recordings: str | Path | None) -> Corpus:
-    """Replaying from ``recordings``: a scenario whose capture recorded provider exchanges
-    but whose cassette is missing cannot be replayed — it is quarantined as a broken input
-    (never a provider request blamed on the candidate)."""
-    if recordings is None:
-        return corpus
-    missing = [s for s in corpus.scenarios if s.input.get("provider_responses")
-               and not cassette_path(recordings, s.name).is_file()]
-    if not missing:
-        return corpus
-    errs = tuple(FixtureError(f"{s.name}/input.json", "/provider_responses",
-                              f"a cassette {Path(recordings).name}/{s.name}.yaml for the "
-                              "recorded provider exchanges (rebuild: python -m "
-                              "shadow.providers.importer FIXTURES RECORDINGS)", "no cassette")
-                 for s in missing)
-    keep = tuple(s for s in corpus.scenarios if s not in missing)
-    return replace(corpus, scenarios=keep, quarantined=(*corpus.quarantined, *errs))
 
 
 def _noise_lines(n: Mapping[str, Any]) -> list[str]:
