@@ -6,16 +6,14 @@ surface adapter), the candidate projection, checks each alone against the invari
 and compares them; then it compares surfaces that consumed the same input with each
 other (``surfaces.TWINS``).  It returns a :class:`FixtureResult`; nothing is written.
 
-``reduce_results`` is order-independent: it sorts everything by value, so a process
-pool (``jobs > 1``), a reversed folder listing or another engine gives byte-identical
-output.
+``reduce_results`` is order-independent: it sorts everything by value, so a reversed
+folder listing or another executor (:mod:`shadow.executors`) gives byte-identical output.
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from shadow.anchor import anchor
@@ -149,23 +147,16 @@ def replay_fixture(scenario: Scenario, candidate: Candidate,
 
 
 def replay_all(scenarios: Sequence[Scenario], candidate: Candidate,
-               surfaces: Sequence[str] = (), jobs: int = 1,
+               surfaces: Sequence[str] = (),
                progress: Progress | None = None) -> list[FixtureResult]:
-    """Run the map over every scenario (a process pool when ``jobs > 1``)."""
-    total = len(scenarios)
-    if jobs <= 1 or total < 2:
-        out = []
-        for i, s in enumerate(scenarios, 1):
-            out.append(replay_fixture(s, candidate, surfaces))
-            if progress is not None:
-                progress(i, total, s.name)
-        return out
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(replay_fixture, s, candidate, tuple(surfaces)) for s in scenarios]
+    """Run the map over every scenario in this process (``shadow run`` runs it on any
+    executor through :func:`shadow.executors.run_map`)."""
+    out = []
+    for i, s in enumerate(scenarios, 1):
+        out.append(replay_fixture(s, candidate, surfaces))
         if progress is not None:
-            for i, f in enumerate(as_completed(futures), 1):
-                progress(i, total, f.result().fixture)
-        return [f.result() for f in futures]
+            progress(i, len(scenarios), s.name)
+    return out
 
 
 def reduce_results(results: Iterable[FixtureResult]) -> tuple[

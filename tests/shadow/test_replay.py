@@ -154,12 +154,20 @@ def test_reduce_is_order_independent() -> None:
 def test_map_step_is_picklable_and_pool_gives_the_same_result() -> None:
     import pickle
 
-    some = [s for s in corpus().scenarios if s.name in (
-        "parallel-tool-calls", "ide-duplicate-identity", "memory-clear-scope")]
+    from shadow.executors import MapOptions, run_map
+    from shadow.fixtures import read_scenario_folder
+    from shadow.mapstep import MapContext, Task, UnitResult
+
+    names = ("parallel-tool-calls", "ide-duplicate-identity", "memory-clear-scope")
+    some = [s for s in corpus().scenarios if s.name in names]
     pickle.dumps((some[0], KernelCandidate()))
-    pooled = replay_all(some, KernelCandidate(), jobs=2)
-    serial = [replay_fixture(s, KernelCandidate()) for s in some]
-    assert [r.divergences for r in pooled] == [r.divergences for r in serial]
+    tasks = [Task(n, tuple(read_scenario_folder(FIXTURES / n, n))) for n in names]
+    pooled: list[UnitResult] = []
+    run_map(tasks, MapContext(KernelCandidate()), MapOptions(executor="process", jobs=2),
+            len(tasks), pooled.append)
+    serial = {s.name: [d.to_wire() for d in replay_fixture(s, KernelCandidate()).divergences]
+              for s in some}
+    assert {r.fixture: list(r.divergences) for r in pooled} == serial
 
 
 def test_recorded_candidate_round_trip_gives_the_same_divergences(tmp_path: Path) -> None:
