@@ -50,6 +50,7 @@ from kernel.canonical.jsjson import js_stringify
 from kernel.packets.anticorruption import scan
 from kernel.vocabulary import MAX_EXACT_INTEGER
 from shadow.bootstrap import event_hash
+from shadow.boundary import loads, read_regular
 from shadow.errors import InputError, UsageError
 from shadow.outdir import staged
 
@@ -120,6 +121,9 @@ VERBATIM: Final[Mapping[str, str]] = {
 _CJK_BASE: Final = 0x4E00
 _CJK_SIZE: Final = 0x9FFF - 0x4E00 + 1  # 20992 = 2**9 * 41
 _LOWER: Final = "abcdefghijklmnopqrstuvwxyz"
+#: letters kept: U+0130 and U+212A, which the permutation keeps, lower-case to ``i`` + U+0307
+#: and ``k`` (the only code points outside A-Z whose ``str.lower`` holds an ASCII letter)
+_FIXED: Final = "ik"
 #: the free-text fields of messages, provider exchanges and memory operations
 TEXT_KEYS: Final = frozenset({"content", "prompt", "text"})
 #: free-text fields inside a JSON tool result / summary (only their string values change)
@@ -147,7 +151,8 @@ class _Table(dict[int, int]):
 
 @dataclass(frozen=True, slots=True)
 class TextPermutation:
-    """One session's permutation of ``a-z`` (``A-Z`` alike: case-folding commutes with it)
+    """One session's permutation of ``a-z`` but ``i`` and ``k`` (``A-Z`` alike, so case
+    folding commutes with it, ``İ`` U+0130 and the Kelvin sign U+212A included)
     and an affine permutation of the CJK ideographs U+4E00–U+9FFF; everything else maps to
     itself.  A bijection that preserves each character's class and UTF-8 length."""
 
@@ -158,8 +163,10 @@ class TextPermutation:
     @classmethod
     def for_session(cls, seed: int, n: int) -> TextPermutation:
         rng = random.Random(_digest_int("text", seed, n))
-        letters = list(_LOWER)
-        rng.shuffle(letters)
+        moved = [c for c in _LOWER if c not in _FIXED]
+        rng.shuffle(moved)
+        order = iter(moved)
+        letters = [c if c in _FIXED else next(order) for c in _LOWER]
         a = rng.randrange(1, _CJK_SIZE, 2)
         while a % 41 == 0:
             a = rng.randrange(1, _CJK_SIZE, 2)
@@ -341,7 +348,7 @@ def load_templates(root: Path | str = "fixtures") -> dict[str, Template]:
                              "no such file")
         files = sorted((p for p in folder.iterdir() if p.suffix == ".json"),
                        key=lambda p: (p.name != "input.json", p.name))
-        docs = tuple((p.name, json.loads(p.read_bytes().decode("utf-8"))) for p in files)
+        docs = tuple((p.name, loads(read_regular(p), p)) for p in files)
         out[name] = Template(name, docs, tuple(
             json.dumps(d, ensure_ascii=False) == js_stringify(d) for _f, d in docs))
     return out
@@ -419,6 +426,10 @@ def synth(sessions: int, seed: int, out: str | Path, templates: str | Path = "fi
         raise UsageError(f"--sessions must be at least 1, got {sessions}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise UsageError(f"--seed must be an integer >= 0, got {seed}")
+    tpl, dst = Path(templates).resolve(), Path(out).resolve()
+    if dst == tpl or tpl in dst.parents:
+        raise UsageError(f"--out {out}: inside --templates (the captures are ground truth: "
+                         "nothing is ever written there)")
     loaded = load_templates(templates)
     counts: Counter[str] = Counter()
     flagged: dict[str, bool] = {}

@@ -134,6 +134,38 @@ def test_out_must_be_new_empty_or_synthetic(tmp_path: Path) -> None:
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
 
 
+@pytest.mark.parametrize(("body", "got"), [
+    (b'{"format": ', "well-formed JSON"), (b"\xff{}", "valid UTF-8")])
+def test_a_bad_template_file_is_an_input_error(tmp_path: Path, body: bytes, got: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    templates = tmp_path / "t"
+    shutil.copytree(FIXTURES, templates)
+    bad = templates / "short-session" / "cli.compress.json"
+    bad.write_bytes(body)
+    assert main(["synth", "--sessions", "2", "--seed", "1", "--out", str(tmp_path / "o"),
+                 "--templates", str(templates)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and ": /: expected " + got in err
+    assert "Traceback" not in err and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("where", ["", "short-session", "sub/dir"])
+def test_out_inside_templates_is_refused(tmp_path: Path, where: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    templates = tmp_path / "t"
+    shutil.copytree(FIXTURES, templates)
+    before = sorted(p.relative_to(templates) for p in templates.rglob("*"))
+    out = templates / where if where else templates
+    assert main(["synth", "--sessions", "2", "--seed", "1", "--out", str(out),
+                 "--templates", str(templates)]) == 2
+    assert "inside --templates" in capsys.readouterr().err
+    assert sorted(p.relative_to(templates) for p in templates.rglob("*")) == before
+
+
 def test_weights_name_bundled_templates_only() -> None:
     names = {p.name for p in FIXTURES.iterdir() if p.is_dir()}
     assert set(synth.WEIGHTS) <= names
@@ -142,8 +174,10 @@ def test_weights_name_bundled_templates_only() -> None:
     assert all(w >= 1 for w in synth.WEIGHTS.values())
 
 
+#: İ (U+0130) and the Kelvin sign (U+212A) lower-case to ASCII letters: always drawn from
 _TEXT = st.text(st.one_of(st.characters(min_codepoint=0, max_codepoint=0x2FF),
-                          st.characters(min_codepoint=0x4DF0, max_codepoint=0xA010)),
+                          st.characters(min_codepoint=0x4DF0, max_codepoint=0xA010),
+                          st.sampled_from("\u0130\u212a\u0131\u017f\u212b")),
                 max_size=60)
 
 
@@ -167,6 +201,13 @@ def test_the_permutation_keeps_classes_and_lengths(seed: int, n: int, text: str)
         text.encode("utf-8", "surrogatepass"))
     assert [_klass(c) for c in out] == [_klass(c) for c in text]
     assert out.lower() == text.lower().translate(table)  # case-folding commutes with it
+
+
+def test_case_folding_commutes_for_the_letters_lower_makes_ascii() -> None:
+    for seed, n in ((0, 1), (3, 7), (12345, 99)):
+        table = synth.TextPermutation.for_session(seed, n).table()
+        for text in ("\u0130", "\u212a", "I\u0130i k\u212aK", "ABC xyz"):
+            assert text.translate(table).lower() == text.lower().translate(table)
 
 
 @settings(max_examples=50, deadline=None)
