@@ -22,10 +22,18 @@ Faults (docs/scale.md):
   flight on the same pool when it broke — are judged on the retry.
 * A fixture still running ``fixture_timeout`` seconds after its batch started is
   ``replay.crashed`` (timed out): the process pool is torn down and rebuilt, a Dask
-  worker is restarted (best effort: a ``dask worker`` without a nanny stays busy).
-* Losing the Dask scheduler (the client cannot reach it for ``scheduler_grace`` seconds)
-  raises :class:`SchedulerLost` with how far the run got; ``shadow run`` exits 2 and
-  writes nothing.
+  worker is restarted (best effort: a ``dask worker`` without a nanny stays busy).  The
+  serial executor has no fault handling: it is the driver itself.
+* Workers that cannot run the map at all (each new pool or cluster is probed with an
+  empty batch first), or :data:`MAX_CONSECUTIVE_CRASHES` fixtures in a row that each
+  killed their worker alone, end the run with :class:`WorkersBroken` (exit 2): the
+  workers are broken, not the fixtures.
+* A result judged by a worker whose :func:`shadow.mapstep.fingerprint` (platform,
+  Python, package version) differs from the driver's ends the run with
+  :class:`WorkerMismatch` (exit 2): its evidence would be credited to the wrong platform
+  or kernel.
+* Losing the Dask scheduler raises :class:`SchedulerLost` with how far the run got;
+  ``shadow run`` exits 2 and writes nothing.
 """
 
 from __future__ import annotations
@@ -41,11 +49,12 @@ from itertools import islice
 from typing import Any, Final
 
 from shadow.errors import InputError, ShadowError, UsageError
-from shadow.mapstep import MapContext, Task, UnitResult, crashed, judge_batch
+from shadow.mapstep import MapContext, Task, UnitResult, crashed, fingerprint, judge_batch
 
 EXECUTORS: Final = ("serial", "process", "dask")
 DEFAULT_FIXTURE_TIMEOUT: Final = 600.0
 POLL: Final = 0.5  # seconds between checks of deadlines and of the scheduler
+MAX_CONSECUTIVE_CRASHES: Final = 5
 
 
 class SchedulerLost(ShadowError):
@@ -57,6 +66,18 @@ class SchedulerLost(ShadowError):
         super().__init__(f"the Dask scheduler {address} was lost after {done} of {total} "
                          f"fixtures were judged ({why}); no report was written")
         self.address, self.done, self.total = address, done, total
+
+
+class WorkersBroken(ShadowError):
+    """The workers cannot run the map (exit 2): not a verdict on any fixture."""
+
+    code = "workers_broken"
+
+
+class WorkerMismatch(ShadowError):
+    """A worker is not what the driver is (exit 2): its results would be misattributed."""
+
+    code = "worker_mismatch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,20 +128,42 @@ def run_map(tasks: Iterable[Task], ctx: MapContext, opts: MapOptions, total: int
             on_result: OnResult) -> None:
     """Judge every task on ``opts.executor``; ``on_result`` gets each result once."""
     size = batch_size(total, opts.jobs, opts.batch)
+    me = fingerprint()
+
+    def checked(r: UnitResult) -> None:
+        if r.worker and r.worker != me:
+            raise WorkerMismatch(f"fixture {r.fixture} was judged by a worker running "
+                                 f"{r.worker!r}, the driver runs {me!r}: evidence is credited "
+                                 "to the driver's platform, so every worker must match it")
+        on_result(r)
+
     if opts.executor == "serial":
         for t in tasks:
-            on_result(judge_batch((t,), ctx)[0])
+            checked(judge_batch((t,), ctx)[0])
     elif opts.executor == "process":
-        _ProcessMap(ctx, opts, on_result).run(_batches(tasks, size))
+        _ProcessMap(ctx, opts, checked).run(_batches(tasks, size))
     else:
-        _DaskMap(ctx, opts, on_result, total).run(_batches(tasks, size))
+        _DaskMap(ctx, opts, checked, total).run(_batches(tasks, size))
+
+
+class _Breaker:
+    """Counts fixtures that killed their worker alone, in a row."""
+
+    def __init__(self) -> None:
+        self.row = 0
+
+    def crashed_alone(self) -> None:
+        self.row += 1
+        if self.row >= MAX_CONSECUTIVE_CRASHES:
+            raise WorkersBroken(f"{self.row} fixtures in a row killed their worker when run "
+                                "alone: the workers are broken, not the fixtures (look at "
+                                "the workers' environment and logs)")
+
+    def judged(self) -> None:
+        self.row = 0
 
 
 # --- process pool ---------------------------------------------------------------------------
-
-
-def _new_pool(jobs: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
 
 
 def _kill(pool: ProcessPoolExecutor) -> None:
@@ -129,9 +172,25 @@ def _kill(pool: ProcessPoolExecutor) -> None:
     if terminate is not None:
         terminate()
     else:
-        for p in list(getattr(pool, "_processes", {}).values()):  # 3.11–3.13: no public API
+        for p in list((getattr(pool, "_processes", None) or {}).values()):  # 3.11–3.13
             p.terminate()
     pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _probe(run: Callable[[], Any], where: str) -> None:
+    """A new pool or cluster runs an empty batch first: workers that cannot unpickle or
+    run the map (another environment, a candidate defined in ``__main__``) are one error,
+    not one crashed fixture per fixture."""
+    try:
+        run()
+    except InputError:
+        raise
+    except Exception as exc:
+        raise WorkersBroken(f"the {where} workers cannot run the map step "
+                            f"({type(exc).__name__}); nothing was judged") from None
+
+
+Pending = dict[Future[list[UnitResult]], tuple[tuple[Task, ...], float, bool]]
 
 
 class _ProcessMap:
@@ -139,32 +198,44 @@ class _ProcessMap:
         self.ctx, self.opts, self.on_result = ctx, opts, on_result
         self.window = 2 * opts.jobs
         self.suspects: deque[Task] = deque()  # retried alone after a broken pool
+        self.breaker = _Breaker()
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        pool = ProcessPoolExecutor(max_workers=self.opts.jobs,
+                                   mp_context=multiprocessing.get_context("spawn"))
+        _probe(lambda: pool.submit(judge_batch, (), self.ctx).result(
+            timeout=self.opts.fixture_timeout), "process pool")
+        return pool
+
+    def _emit(self, results: Sequence[UnitResult]) -> None:
+        for r in results:
+            self.breaker.judged()
+            self.on_result(r)
 
     def run(self, batches: Iterator[tuple[Task, ...]]) -> None:
-        pool = _new_pool(self.opts.jobs)
-        # future -> (its batch, its deadline, whether it runs alone)
-        pending: dict[Future[list[UnitResult]], tuple[tuple[Task, ...], float, bool]] = {}
+        pool = self._new_pool()
+        pending: Pending = {}  # future -> (its batch, its deadline, whether it runs alone)
         try:
             while True:
-                self._fill(pool, pending, batches)
-                if not pending:
+                broken = self._fill(pool, pending, batches)
+                if not pending and not broken:
                     return
                 done, _ = wait(pending, timeout=POLL, return_when=FIRST_COMPLETED)
-                broken = False
                 for f in done:
                     batch, _deadline, alone = pending.pop(f)
                     exc = f.exception()
                     if exc is None:
-                        for r in f.result():
-                            self.on_result(r)
+                        self._emit(f.result())
                     elif isinstance(exc, BrokenProcessPool):
                         broken = True
                         self._failed(batch, "the worker process died", alone)
                     elif isinstance(exc, InputError):
                         raise exc
-                    else:  # the task never ran its map (e.g. it could not be pickled)
-                        for t in batch:
-                            self.on_result(crashed(t, f"the task failed: {type(exc).__name__}"))
+                    elif alone or len(batch) == 1:  # never ran its map (e.g. unpicklable)
+                        self._emit([crashed(batch[0], f"the task failed: "
+                                            f"{type(exc).__name__}")])
+                    else:
+                        self.suspects.extend(batch)
                 now = time.monotonic()
                 late = [f for f, (_b, deadline, _a) in pending.items() if deadline < now]
                 if late or broken:
@@ -175,36 +246,47 @@ class _ProcessMap:
                     for f in list(pending):  # collateral of the teardown: retried alone
                         self.suspects.extend(pending.pop(f)[0])
                     _kill(pool)
-                    pool = _new_pool(self.opts.jobs)
+                    pool = self._new_pool()
         finally:
             _kill(pool)
 
-    def _fill(self, pool: ProcessPoolExecutor,
-              pending: dict[Future[list[UnitResult]], tuple[tuple[Task, ...], float, bool]],
-              batches: Iterator[tuple[Task, ...]]) -> None:
-        """Top the window up.  A suspect (retried after a broken pool) runs alone, so a
-        crash or a hang then names it and nothing else."""
+    def _fill(self, pool: ProcessPoolExecutor, pending: Pending,
+              batches: Iterator[tuple[Task, ...]]) -> bool:
+        """Top the window up; True when the pool turned out broken while submitting.  A
+        suspect (retried after a broken pool) runs alone, so a crash or a hang then names
+        it and nothing else."""
         if any(alone for _b, _d, alone in pending.values()):
-            return
+            return False
         if self.suspects:
             if not pending:
                 one = (self.suspects.popleft(),)
-                pending[pool.submit(judge_batch, one, self.ctx)] = (
-                    one, time.monotonic() + self.opts.fixture_timeout, True)
-            return
+                return self._submit(pool, pending, one, self.opts.fixture_timeout, True)
+            return False
         while len(pending) < self.window:
             batch = next(batches, None)
             if batch is None:
-                return
+                return False
             # queued behind at most one other batch per worker: twice its own time
-            limit = self.opts.fixture_timeout * len(batch) * 2
+            if self._submit(pool, pending, batch,
+                            self.opts.fixture_timeout * len(batch) * 2, False):
+                return True
+        return False
+
+    def _submit(self, pool: ProcessPoolExecutor, pending: Pending, batch: tuple[Task, ...],
+                limit: float, alone: bool) -> bool:
+        try:
             pending[pool.submit(judge_batch, batch, self.ctx)] = (
-                batch, time.monotonic() + limit, False)
+                batch, time.monotonic() + limit, alone)
+        except BrokenProcessPool:  # a worker died between two results: retried alone
+            self.suspects.extendleft(reversed(batch))
+            return True
+        return False
 
     def _failed(self, batch: Sequence[Task], why: str, alone: bool) -> None:
         """A batch whose worker died or hung: alone, its one fixture is named crashed;
         otherwise each of its fixtures is retried alone first."""
         if alone and len(batch) == 1:
+            self.breaker.crashed_alone()
             self.on_result(crashed(batch[0], why))
         else:
             self.suspects.extend(batch)
@@ -214,15 +296,29 @@ class _ProcessMap:
 
 
 class _DaskMap:
+    """The same loop on a Dask cluster.  The map context travels with every task (it is
+    small): scattered data dies with the last worker holding it, and would cancel every
+    task that needs it.  A batch that fails is split and its fixtures retried one at a
+    time, alone, so the one that kills its workers is named and nothing queued beside it."""
+
     def __init__(self, ctx: MapContext, opts: MapOptions, on_result: OnResult,
                  total: int) -> None:
         self.ctx, self.opts, self.on_result, self.total = ctx, opts, on_result, total
         self.done = 0
         self.address = opts.scheduler or "LocalCluster"
+        self.breaker = _Breaker()
+        self.no_workers_since: float | None = None
 
-    def _emit(self, r: UnitResult) -> None:
+    def _emit(self, r: UnitResult, *, alone_crash: bool = False) -> None:
+        if alone_crash:
+            self.breaker.crashed_alone()
+        else:
+            self.breaker.judged()
         self.done += 1
         self.on_result(r)
+
+    def _lost(self, why: str) -> SchedulerLost:
+        return SchedulerLost(self.address, self.done, self.total, why)
 
     def _client(self) -> tuple[Any, Any]:
         import logging
@@ -233,18 +329,25 @@ class _DaskMap:
             try:
                 client = Client(  # type: ignore[no-untyped-call]
                     self.opts.scheduler, timeout=self.opts.scheduler_grace)
-                return client, None
-            except (OSError, TimeoutError) as exc:
+            except (OSError, TimeoutError, ValueError) as exc:
                 raise InputError(self.opts.scheduler, "", "--scheduler: the address of a "
-                                 "running Dask scheduler (tcp://host:port)",
+                                 "running Dask scheduler (tcp://host:port or tls://host:port)",
                                  type(exc).__name__) from None
+            return client, None
         cluster = LocalCluster(  # type: ignore[no-untyped-call]
             n_workers=self.opts.jobs, threads_per_worker=1, processes=True,
             dashboard_address=None, silence_logs=logging.ERROR)
-        return Client(cluster), cluster  # type: ignore[no-untyped-call]
+        try:
+            return Client(cluster), cluster  # type: ignore[no-untyped-call]
+        except BaseException:
+            cluster.close(timeout=10)
+            raise
 
     def run(self, batches: Iterator[tuple[Task, ...]]) -> None:
+        import contextlib
         import logging
+
+        from distributed.comm.core import CommClosedError
 
         # distributed logs its reconnect attempts with tracebacks: the run says what
         # happened itself (SchedulerLost, an InputError naming --scheduler)
@@ -254,36 +357,49 @@ class _DaskMap:
         try:
             client, cluster = self._client()
             try:
+                self._start(client)
                 self._loop(client, batches)
-            except OSError as exc:  # CommClosedError and the like: the scheduler is gone
-                raise SchedulerLost(self.address, self.done, self.total,
-                                    type(exc).__name__) from None
+            except CommClosedError as exc:
+                raise self._lost(type(exc).__name__) from None
             finally:
-                try:
+                with contextlib.suppress(Exception):  # never hides the run's own error
                     client.close(timeout=10)
-                finally:
-                    if cluster is not None:
+                if cluster is not None:
+                    with contextlib.suppress(Exception):
                         cluster.close(timeout=10)
         finally:
             log.setLevel(level)
 
+    def _start(self, client: Any) -> None:
+        try:
+            client.wait_for_workers(1, timeout=self.opts.scheduler_grace)
+        except TimeoutError:
+            raise InputError(self.address, "", "--scheduler: a Dask scheduler with at least "
+                             "one worker", f"no worker within {self.opts.scheduler_grace:g} s"
+                             ) from None
+        _probe(lambda: client.submit(judge_batch, (), self.ctx, pure=False).result(
+            timeout=self.opts.fixture_timeout), "Dask")
+
+    def _window(self, client: Any) -> int:
+        """Two batches per worker; no worker for ``scheduler_grace`` seconds (they all
+        died and none came back: nannies restart theirs within seconds) is a lost run."""
+        workers = len(client.scheduler_info().get("workers", {}))
+        if workers:
+            self.no_workers_since = None
+        else:
+            self.no_workers_since = self.no_workers_since or time.monotonic()
+            if time.monotonic() - self.no_workers_since > self.opts.scheduler_grace:
+                raise self._lost(f"no worker for {self.opts.scheduler_grace:g} s")
+        return 2 * (max(workers, 1) if self.opts.scheduler else max(workers, self.opts.jobs))
+
     def _loop(self, client: Any, batches: Iterator[tuple[Task, ...]]) -> None:
         from distributed import wait as dwait
 
-        workers = max(1, len(client.scheduler_info().get("workers", {})))
-        window = 2 * max(workers, self.opts.jobs)
-        ctx = client.scatter(self.ctx, broadcast=True, hash=False)
-        pending: dict[Any, tuple[tuple[Task, ...], float]] = {}
+        pending: dict[Any, tuple[tuple[Task, ...], float, bool]] = {}
         singles: deque[Task] = deque()
-        lost_since: float | None = None
+        window = self._window(client)
         while True:
-            while len(pending) < window:
-                batch = (singles.popleft(),) if singles else next(batches, None)
-                if batch is None:
-                    break
-                limit = self.opts.fixture_timeout * len(batch) * 2
-                f = client.submit(judge_batch, batch, ctx, pure=False)
-                pending[f] = (batch, time.monotonic() + limit)
+            self._fill(client, pending, singles, batches, window)
             if not pending:
                 return
             try:
@@ -293,28 +409,39 @@ class _DaskMap:
                 done = set()
             except Exception:  # FuturesCancelledError: "scheduler-connection-lost"
                 if any(f.cancelled() for f in pending):
-                    raise SchedulerLost(self.address, self.done, self.total,
-                                        "the connection to the scheduler was lost") from None
+                    raise self._lost("the connection to the scheduler was lost") from None
                 raise
-            if client.status not in ("running", "connecting"):
-                raise SchedulerLost(self.address, self.done, self.total,
-                                    f"client {client.status}")
-            if client.status == "connecting":
-                lost_since = lost_since or time.monotonic()
-                if time.monotonic() - lost_since > self.opts.scheduler_grace:
-                    raise SchedulerLost(self.address, self.done, self.total,
-                                        f"unreachable for {self.opts.scheduler_grace:g} s")
-                continue
-            lost_since = None
+            if client.status != "running":
+                raise self._lost(f"client {client.status}")
             for f in done:
-                batch, _ = pending.pop(f)
-                self._settle(f, batch, singles)
+                batch, _, alone = pending.pop(f)
+                self._settle(f, batch, alone, singles)
             now = time.monotonic()
-            for f in [f for f, (_b, d) in pending.items() if d < now]:
-                batch, _ = pending.pop(f)
-                self._timed_out(client, f, batch)
+            for f in [f for f, (_b, d, _a) in pending.items() if d < now]:
+                batch, _, alone = pending.pop(f)
+                self._timed_out(client, f, batch, alone, singles)
+            window = self._window(client)
 
-    def _settle(self, f: Any, batch: tuple[Task, ...], singles: deque[Task]) -> None:
+    def _fill(self, client: Any, pending: dict[Any, tuple[tuple[Task, ...], float, bool]],
+              singles: deque[Task], batches: Iterator[tuple[Task, ...]], window: int) -> None:
+        if any(alone for _b, _d, alone in pending.values()):
+            return
+        if singles:
+            if not pending:
+                one = (singles.popleft(),)
+                f = client.submit(judge_batch, one, self.ctx, pure=False)
+                pending[f] = (one, time.monotonic() + self.opts.fixture_timeout, True)
+            return
+        while len(pending) < window:
+            batch = next(batches, None)
+            if batch is None:
+                return
+            f = client.submit(judge_batch, batch, self.ctx, pure=False)
+            pending[f] = (batch, time.monotonic() + self.opts.fixture_timeout * len(batch) * 2,
+                          False)
+
+    def _settle(self, f: Any, batch: tuple[Task, ...], alone: bool,
+                singles: deque[Task]) -> None:
         from distributed import KilledWorker
 
         if f.status == "finished":
@@ -322,26 +449,28 @@ class _DaskMap:
                 self._emit(r)
             return
         if f.status == "cancelled":  # the scheduler forgot it: it lost its state
-            raise SchedulerLost(self.address, self.done, self.total, "a task was cancelled")
+            raise self._lost("a task was cancelled")
         exc = f.exception()
         if isinstance(exc, InputError):
             raise exc
-        if isinstance(exc, KilledWorker) and len(batch) > 1:
-            singles.extend(batch)  # which one killed its workers? each alone decides
+        if not alone:
+            singles.extend(batch)  # which one? each alone decides
             return
         why = ("its worker died each time the scheduler ran it"
                if isinstance(exc, KilledWorker) else f"the task failed: {type(exc).__name__}")
-        for t in batch:
-            self._emit(crashed(t, why))
+        self._emit(crashed(batch[0], why), alone_crash=isinstance(exc, KilledWorker))
 
-    def _timed_out(self, client: Any, f: Any, batch: tuple[Task, ...]) -> None:
-        busy = []
-        try:
+    def _timed_out(self, client: Any, f: Any, batch: tuple[Task, ...], alone: bool,
+                   singles: deque[Task]) -> None:
+        import contextlib
+
+        with contextlib.suppress(Exception):  # best effort: the fixture is named either way
             busy = [w for w, keys in client.processing().items() if f.key in keys]
             f.cancel()
             if busy:
                 client.restart_workers(workers=busy, raise_for_error=False)
-        except Exception:  # best effort: the fixture is named crashed either way
-            pass
-        for t in batch:
-            self._emit(crashed(t, f"timed out after {self.opts.fixture_timeout:g} s"))
+        if not alone:
+            singles.extend(batch)
+            return
+        self._emit(crashed(batch[0], f"timed out after {self.opts.fixture_timeout:g} s"),
+                   alone_crash=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 from shadow.candidate import Candidate
 from shadow.errors import FixtureError, InputError
+from shadow.fixtures import files_digest
 from shadow.noise_rules import NO_RULES, NoiseRules
 from shadow.projection import Projection
 
@@ -31,7 +32,7 @@ class Task:
     """One scenario as read from the corpus (its ``*.json`` files, not parsed)."""
 
     name: str
-    files: tuple[tuple[str, bytes], ...]
+    files: tuple[tuple[str, bytes], ...] = field(repr=False)  # never in a worker's log
     origin: str = ""
     error: FixtureError | None = None
 
@@ -64,21 +65,12 @@ class UnitResult:
     quarantine: tuple[Mapping[str, str], ...] = ()  # FixtureError as source/pointer/…
     noise: tuple[tuple[str, int], ...] = ()  # (rule id, values) per judged capture
     projections: tuple[Projection, ...] = field(default=(), repr=False)
+    worker: str = ""  # the fingerprint of what judged it (:func:`fingerprint`)
 
 
 def error_row(e: Any) -> dict[str, str]:
     return {"source": str(getattr(e, "source", "?")), "pointer": str(getattr(e, "pointer", "")),
             "expected": str(getattr(e, "expected", "")), "got": str(getattr(e, "got", ""))}
-
-
-def files_digest(files: Sequence[tuple[str, bytes]]) -> str:
-    """A scenario's digest: sha256 over its files' names and bytes, sorted by name."""
-    h = hashlib.sha256()
-    for fname, data in sorted(files):
-        h.update(fname.encode("utf-8") + b"\0")
-        h.update(data)
-        h.update(b"\0")
-    return "sha256:" + h.hexdigest()
 
 
 def crashed(task: Task, why: str) -> UnitResult:
@@ -144,9 +136,24 @@ def judge_unit(task: Task, ctx: MapContext) -> UnitResult:
         r.candidate_projections if ctx.keep_projections else ())
 
 
+def fingerprint() -> str:
+    """What the evidence is credited to: the platform, the Python and this package's
+    version.  A worker whose fingerprint differs from the driver's would judge with another
+    kernel or be credited to another platform (:func:`shadow.executors.run_map` refuses)."""
+    import sys
+
+    from shadow.evidence import package_version, platform_name
+
+    return (f"{platform_name()} python {sys.version_info.major}.{sys.version_info.minor} "
+            f"context-kernel-parity {package_version()}")
+
+
 def judge_batch(tasks: Sequence[Task], ctx: MapContext) -> list[UnitResult]:
     """The map task of every executor: a few units per call (fewer round trips)."""
-    return [judge_unit(t, ctx) for t in tasks]
+    from dataclasses import replace
+
+    me = fingerprint()
+    return [replace(judge_unit(t, ctx), worker=me) for t in tasks]
 
 
 def sample_fraction(name: str) -> float:
