@@ -85,14 +85,15 @@ def measure(fixtures: Path, executor: str, jobs: int, stage: str = "run") -> dic
            "--executor", executor, "--jobs", str(jobs)] if stage == "run" else \
         [sys.executable, "-m", "benchmarks.scale_map", str(fixtures), executor, str(jobs)]
     t0 = time.perf_counter()
-    child = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc = psutil.Process(child.pid)
-    peak = [0, 0, 0]
-    while child.poll() is None:
-        peak = [max(a, b) for a, b in zip(peak, _sample(proc), strict=True)]
-        time.sleep(0.1)
+    with (out / "stdout").open("wb") as so, (out / "stderr").open("wb") as se:
+        child = subprocess.Popen(cmd, cwd=ROOT, stdout=so, stderr=se)  # files: never a full pipe
+        proc = psutil.Process(child.pid)
+        peak = [0, 0, 0]
+        while child.poll() is None:
+            peak = [max(a, b) for a, b in zip(peak, _sample(proc), strict=True)]
+            time.sleep(0.1)
     wall = time.perf_counter() - t0
-    stdout, stderr = child.communicate()
+    stdout, stderr = (out / "stdout").read_bytes(), (out / "stderr").read_bytes()
     report = out / "run" / "report.json"
     totals = json.loads(report.read_text(encoding="utf-8"))["totals"] if report.is_file() \
         else {}
