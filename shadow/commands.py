@@ -105,7 +105,9 @@ def cmd_synth(args: argparse.Namespace) -> int:
 def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r = sub.add_parser("run", help="shadow run over the bundled fixtures; writes reports")
     r.add_argument("--fixtures", default="fixtures",
-                   help="fixture folder (legacy-capture/v1 layout; default: fixtures)")
+                   help="the corpus: a fixture folder (legacy-capture/v1 layout), a .tar, "
+                        ".tar.gz or .zip of one, or a shadow-corpus-shards/v1 listing "
+                        "(default: fixtures)")
     r.add_argument("--recordings", default=None, metavar="DIR",
                    help="recorded provider exchanges (vcrpy cassettes; default: recordings/ "
                         "when it exists)")
@@ -137,11 +139,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
                    help="where the map runs (default: serial, or process when --jobs > 1); "
                         "dask needs the [scale] extra (docs/scale.md)")
     r.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="a running Dask scheduler (tcp://host:port) for --executor dask "
+                   help="a running Dask scheduler (tls://host:port, or tcp:// on loopback) "
+                        "for --executor dask; its workers, not --jobs, size the run "
                         "(default: a LocalCluster of --jobs workers)")
     r.add_argument("--fixture-timeout", type=float, default=600.0, metavar="SECONDS",
-                   help="a fixture still replaying after this is replay.crashed "
-                        "(default: 600)")
+                   help="with --executor process or dask: a fixture still replaying after "
+                        "this is replay.crashed (default: 600)")
     r.add_argument("--policy", default=None, metavar="FILE",
                    help="gate policy (default: shadow/policy/gate-policy.v1.json)")
     r.add_argument("--inventory", default=None, metavar="FILE",

@@ -113,15 +113,18 @@ def check(opts: MapOptions) -> None:
                          f"{opts.executor!r}")
     if opts.scheduler is not None and opts.executor != "dask":
         raise UsageError("--scheduler needs --executor dask")
+    if opts.executor == "serial" and opts.jobs > 1:
+        raise UsageError(f"--jobs {opts.jobs} with --executor serial: one process judges "
+                         "everything (use --executor process or dask)")
     if not opts.fixture_timeout > 0:
         raise UsageError(f"--fixture-timeout must be positive, got {opts.fixture_timeout}")
     if opts.executor == "dask":
         try:
             import distributed  # noqa: F401
         except ImportError:
-            raise UsageError("--executor dask needs the [scale] extra: pip install "
-                             "'context-kernel-parity[scale]' (dask, distributed, "
-                             "pyarrow)") from None
+            raise UsageError("--executor dask needs the [scale] extra (dask, distributed, "
+                             "pyarrow): pip install -e '.[scale]' in a checkout, or "
+                             "'context-kernel-parity[scale]'") from None
 
 
 def run_map(tasks: Iterable[Task], ctx: MapContext, opts: MapOptions, total: int,
@@ -330,9 +333,11 @@ class _DaskMap:
                 client = Client(  # type: ignore[no-untyped-call]
                     self.opts.scheduler, timeout=self.opts.scheduler_grace)
             except (OSError, TimeoutError, ValueError) as exc:
+                why = str(exc).splitlines()[0][:160] if str(exc) else ""
                 raise InputError(self.opts.scheduler, "", "--scheduler: the address of a "
                                  "running Dask scheduler (tcp://host:port or tls://host:port)",
-                                 type(exc).__name__) from None
+                                 f"{type(exc).__name__}{': ' + why if why else ''} (waited "
+                                 f"up to {self.opts.scheduler_grace:g} s)") from None
             return client, None
         cluster = LocalCluster(  # type: ignore[no-untyped-call]
             n_workers=self.opts.jobs, threads_per_worker=1, processes=True,

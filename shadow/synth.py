@@ -430,6 +430,11 @@ def synth(sessions: int, seed: int, out: str | Path, templates: str | Path = "fi
     if dst == tpl or tpl in dst.parents:
         raise UsageError(f"--out {out}: inside --templates (the captures are ground truth: "
                          "nothing is ever written there)")
+    corpus = next((p for p in dst.parents if (p / MARKER).is_file()
+                   or (p / "input.json").is_file()), None)
+    if corpus is not None:  # it would become a folder of that corpus: quarantined there
+        raise UsageError(f"--out {out}: inside the corpus {corpus} (a synthetic corpus is a "
+                         "folder of its own)")
     loaded = load_templates(templates)
     counts: Counter[str] = Counter()
     flagged: dict[str, bool] = {}

@@ -319,6 +319,7 @@ def test_an_unreachable_scheduler_is_exit_2(tmp_path: Path,
 @pytest.mark.parametrize(("argv", "problem"), [
     (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --executor dask"),
     (["--executor", "dask", "--fixture-timeout", "0"], "--fixture-timeout must be positive"),
+    (["--executor", "serial", "--jobs", "2"], "--jobs 2 with --executor serial"),
 ])
 def test_bad_executor_options_are_refused_before_anything_is_read(
         argv: list[str], problem: str, tmp_path: Path,
@@ -426,3 +427,12 @@ def test_a_worker_unlike_the_driver_is_refused(small: Path, tmp_path: Path,
     monkeypatch.setattr(executors, "fingerprint", lambda: "another platform")
     with pytest.raises(executors.WorkerMismatch, match="the driver runs 'another platform'"):
         _map(small, make_candidate("kernel", None), tmp_path, executor="process", jobs=1)
+
+
+def test_synth_refuses_an_out_inside_an_existing_corpus(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["synth", "--sessions", "2", "--seed", "1", "--out", str(tmp_path / "c")]) == 0
+    assert main(["synth", "--sessions", "2", "--seed", "2",
+                 "--out", str(tmp_path / "c" / "sub")]) == 2
+    assert "inside the corpus" in capsys.readouterr().err
+    assert not (tmp_path / "c" / "sub").exists()
