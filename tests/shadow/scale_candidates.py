@@ -32,3 +32,27 @@ class Misbehaving:
                 os._exit(3)
             time.sleep(3600)
         return make_candidate("kernel", self.recordings).project(canon, capture, siblings)
+
+
+#: calls per (fixture, capture) in this process: the state a non-deterministic candidate keeps
+_CALLS: dict[tuple[str, str], int] = {}
+
+
+@dataclass(frozen=True)
+class SecondTimeDifferent:
+    """Projects ``victims`` normally once, then fails on them: a non-deterministic candidate
+    the determinism rerun must catch (serial executor: one process, one counter)."""
+
+    victims: frozenset[str]
+
+    @property
+    def identity(self) -> Mapping[str, Any]:
+        return make_candidate("kernel", None).identity
+
+    def project(self, canon: Any, capture: Any, siblings: Mapping[str, Any]) -> Any:
+        key = (capture.file.split("/", 1)[0], capture.file)
+        if key[0] in self.victims:
+            _CALLS[key] = _CALLS.get(key, 0) + 1
+            if _CALLS[key] > 1:
+                raise RuntimeError("a different answer the second time")
+        return make_candidate("kernel", None).project(canon, capture, siblings)

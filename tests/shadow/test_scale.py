@@ -436,3 +436,21 @@ def test_synth_refuses_an_out_inside_an_existing_corpus(tmp_path: Path,
                  "--out", str(tmp_path / "c" / "sub")]) == 2
     assert "inside the corpus" in capsys.readouterr().err
     assert not (tmp_path / "c" / "sub").exists()
+
+
+def test_the_determinism_rerun_catches_a_sampled_fixture_and_says_which_it_checked(
+        small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.shadow.scale_candidates import _CALLS, SecondTimeDifferent
+
+    names = sorted(p.name for p in small.iterdir())
+    monkeypatch.setattr(mapreduce, "SAMPLE", 5)
+    inside = next(n for n in names if mapreduce.sample_fraction(n) < 5 / len(names))
+    outside = next(n for n in names if mapreduce.sample_fraction(n) >= 5 / len(names))
+    for victim, expected in ((inside, "fail"), (outside, "pass")):
+        _CALLS.clear()
+        red = mapreduce.map_corpus(open_source(small), MapContext(SecondTimeDifferent(
+            frozenset({victim}))), MapOptions(), tmp_path / f"sh-{victim}")
+        assert red.determinism["status"] == expected, victim
+        assert red.determinism["sample"]["fixtures"] < len(names)
+        assert red.determinism["digest"] != red.determinism["rerun_digest"] or \
+            expected == "pass"
