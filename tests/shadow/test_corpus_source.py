@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shadow import corpus_archive as ca
 from shadow import corpus_source as cs
 from shadow.corpus_source import Unit, open_source
 from shadow.errors import FixtureError, InputError
@@ -232,13 +233,13 @@ def test_a_sorted_tar_gz_is_read_without_going_back(tmp_path: Path,
     arc = _tar(tmp_path / "c.tgz", [(n, p) for n, p in _files(FIXTURES)
                                     if n.split("/")[0] in names or "/" not in n], "w:gz")
     opened: list[_Rewinds] = []
-    real = cs._open_regular
+    real = ca._open_regular
 
     def counting(path: Path) -> IO[bytes]:
         opened.append(_Rewinds(real(path)))  # type: ignore[arg-type]
         return io.BufferedReader(opened[-1])  # type: ignore[return-value]
 
-    monkeypatch.setattr(cs, "_open_regular", counting)
+    monkeypatch.setattr(ca, "_open_regular", counting)
     with open_source(arc) as src:
         opened[0].back = 0  # opening: tarfile's probing and the header pass
         corpus = corpus_from_source(src)
@@ -306,7 +307,7 @@ def test_tar_count_reads_headers_only(packed: dict[str, Path],
     def refuse(*a: object) -> bytes:
         raise AssertionError("a body was read")
 
-    monkeypatch.setattr(cs.TarSource, "_read", refuse)
+    monkeypatch.setattr(ca.TarSource, "_read", refuse)
     monkeypatch.setattr(tarfile.TarFile, "extractfile", refuse)
     with open_source(packed["tar"]) as src:
         assert src.count() == len(load_corpus(FIXTURES).scenarios)
@@ -473,7 +474,7 @@ def test_a_member_over_the_limit_is_refused_unread(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     archive = _unsafe_zip(tmp_path, [("short-session/cli.big.json", b"x" * 5000),
                                      ("BIG.md", b"x" * 5000)])
-    monkeypatch.setattr(cs, "MAX_MEMBER_BYTES", 4096)
+    monkeypatch.setattr(ca, "MAX_MEMBER_BYTES", 4096)
     monkeypatch.setattr(zipfile.ZipFile, "open", lambda *a, **k: pytest.fail("read"))
     with open_source(archive) as src:
         unit = next(src.units({"short-session"}))
@@ -486,7 +487,7 @@ def test_a_member_over_the_limit_is_refused_unread(tmp_path: Path,
 def test_a_scenario_over_the_total_limit_is_refused(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     archive = _unsafe_zip(tmp_path, [])
-    monkeypatch.setattr(cs, "MAX_UNIT_BYTES", 1000)
+    monkeypatch.setattr(ca, "MAX_UNIT_BYTES", 1000)
     corpus = load_corpus(archive)
     assert corpus.scenarios == ()
     assert {q.source for q in corpus.quarantined} == {f"{n}/input.json" for n in SMALL}
