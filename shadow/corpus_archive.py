@@ -371,8 +371,9 @@ class TarSource(ArchiveSource):
             self.close()
             at = f"damaged or truncated after member {_shown(last)}" if last else \
                 "not a tar archive, or damaged at its first member"
+            first = (str(exc).splitlines() or [""])[0].rstrip(":")  # tarfile lists methods
             raise InputError(path, "", "a readable tar archive",
-                             f"{at} ({type(exc).__name__}: {exc})") from None
+                             f"{at} ({type(exc).__name__}: {first})") from None
         except BaseException:  # an InputError of _check_end included
             self.close()
             raise
