@@ -24,8 +24,6 @@ from typing import IO, Any, Final
 from shadow.boundary import MAX_STRING
 from shadow.corpus_source import (
     _DRIVE,
-    _SAFE_NAME,
-    _SUBFOLDER,
     CorpusSource,
     Unit,
     _shown,
@@ -38,6 +36,10 @@ from shadow.errors import FixtureError, InputError
 MAX_MEMBER_BYTES: Final = 8 * MAX_STRING
 #: The most bytes one scenario of an archive may hold (the ``*.json`` members read).
 MAX_UNIT_BYTES: Final = 4 * MAX_MEMBER_BYTES
+_SUBFOLDER: Final = ("only capture files in a scenario folder (the capture tool writes no "
+                     "subfolder)")
+_SAFE_NAME: Final = ("a safe archive member name (relative, '/'-separated, no '..', "
+                     "backslash or drive letter)")
 
 
 # --- one member list, classified once -------------------------------------------------------

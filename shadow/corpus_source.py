@@ -48,10 +48,6 @@ EXPECTED: Final = ("a fixture folder in the legacy-capture/v1 layout, a .tar, .t
                    "or .zip archive of one, or a shadow-corpus-shards/v1 listing (.json)")
 _TAR_SUFFIXES: Final = (".tar", ".tar.gz", ".tgz")
 _DRIVE: Final = re.compile(r"^[A-Za-z]:")
-_SUBFOLDER: Final = ("only capture files in a scenario folder (the capture tool writes no "
-                     "subfolder)")
-_SAFE_NAME: Final = ("a safe archive member name (relative, '/'-separated, no '..', "
-                     "backslash or drive letter)")
 
 
 @dataclass(frozen=True, slots=True)
