@@ -18,8 +18,7 @@ no clock, no environment, sorted everywhere — the snapshot tests hold the byte
 from __future__ import annotations
 
 import datetime as dt
-
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,7 +28,7 @@ from markupsafe import Markup
 from shadow import codes
 from shadow.boundary import load_path
 from shadow.errors import InputError
-from shadow.reports import clusters, svg, tables
+from shadow.reports import svg, tables, views
 
 REPORT_SCHEMA: Final = "shadow-report/v1"
 FORMATS: Final = ("md", "html", "junit")
@@ -64,36 +63,45 @@ def load_report(path: str | Path) -> dict[str, Any]:
 
 def context(report: Mapping[str, Any], *, evidence: Mapping[str, Any] | None = None,
             previous: Mapping[str, Any] | None = None, warn_days: int = 30) -> dict[str, Any]:
-    """Everything the templates need, as plain sorted records."""
-    divs = list(report.get("divergences", []))
-    df = tables.divergence_frame(divs)
-    defects = tables.divergence_frame(list(report.get("legacy_defects", [])), prefix="ld")
-    cases = tables.cases_frame(report, df)
-    recs = tables._records(df)
-    by_case: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in sorted(recs, key=lambda r: (r["fixture"], r["surface"], r["rank"],
-                                         r["reason_code"], r["id"])):
-        by_case.setdefault((r["fixture"], r["surface"]), []).append(r)
-    fixtures: list[dict[str, Any]] = []
-    for rec in tables._records(cases):
-        if not fixtures or fixtures[-1]["fixture"] != rec["fixture"]:
-            fixtures.append({"fixture": rec["fixture"],
-                             "anchor": tables.fixture_anchor(rec["fixture"]), "cases": []})
-        fixtures[-1]["cases"].append({**rec, "divergences": by_case.get(
-            (rec["fixture"], rec["surface"]), [])})
-    blocking = [r for r in recs if r["severity"] == "blocking"]
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for r in blocking:
-        groups.setdefault(r["reason_code"], []).append(r)
+    """Everything the templates need: counts from one pass over the report's lists, and
+    lazy views of the lists themselves (:mod:`shadow.reports.views`), so a report of any
+    size renders in the memory its vocabulary needs."""
+    divs = views.by_fixture(report.get("divergences", []), views._fs)
+    defects = views.by_fixture(report.get("legacy_defects", []), views._fs)
+    listed = views.by_fixture(report.get("cases", []), views._fs)
+    tally = views.Tally(divs, defects)
+    per_surface: dict[str, list[int]] = {}
+    suites: dict[str, list[int]] = {}
+    n_cases = failing = n_fixtures = 0
+    last = None
+    for c in views.case_stream(listed, divs):
+        n_cases += 1
+        bad = int(c["status"] == "fail")
+        failing += bad
+        if c["fixture"] != last:
+            n_fixtures, last = n_fixtures + 1, c["fixture"]
+        for key, table in ((c["surface"], per_surface),
+                           (c["surface"].split(".", 1)[0], suites)):
+            row = table.setdefault(key, [0, 0])
+            row[0] += 1
+            row[1] += bad
+
+    def cases() -> Iterator[dict[str, Any]]:
+        return views.case_stream(listed, divs)
+
+    def suite(name: str, n: int) -> views.Lazy:
+        return views.filtered(views.Lazy(cases, n_cases),
+                              lambda c: c["surface"].split(".", 1)[0] == name, n)
+
+    def blocking(code: str, n: int) -> views.Lazy:
+        return views.filtered(recs, lambda r: r["severity"] == "blocking"
+                              and r["reason_code"] == code, n)
+
+    recs = views.records(divs)
     blocking_groups = [{"code": c, "meaning": codes.get(c).meaning, "nogo": codes.get(c).nogo,
-                        "anchor": tables.code_anchor(c), "items": items}
-                       for c, items in sorted(groups.items())]
-    sev_counts = [{"severity": s, "count": int((df["severity"] == s).sum())}
-                  for s in codes.SEVERITIES]
-    mat = tables.matrix(df)
-    used = sorted({*df["reason_code"], *defects["reason_code"]},
-                  key=lambda c: tables._CODE_ORDER.get(c, 10**6))
-    failing = int((cases["status"] == "fail").sum()) if not cases.empty else 0
+                        "anchor": views.code_anchor(c), "items": blocking(c, n)}
+                       for c, n in sorted(tally.blocking.items())]
+    mat = tally.matrix()
     ladder = list(report.get("ladder", []))
     current = next((s for s in ladder if s.get("phase") == report.get("phase")), None)
     platform = (evidence or {}).get("environment", {}).get("platform", "this platform")
@@ -105,45 +113,44 @@ def context(report: Mapping[str, Any], *, evidence: Mapping[str, Any] | None = N
         "candidate": sorted((k, v) for k, v in report.get("candidate", {}).items()),
         "totals": sorted(report.get("totals", {}).items()),
         "blocking_reasons": list(report.get("blocking_reasons", [])),
-        "blocking_groups": blocking_groups, "blocking_count": len(blocking),
-        "severity_counts": sev_counts,
-        "surfaces": tables.surface_summary(cases, df), "matrix": mat,
+        "blocking_groups": blocking_groups, "blocking_count": sum(tally.blocking.values()),
+        "severity_counts": [{"severity": s, "count": tally.severity.get(s, 0)}
+                            for s in codes.SEVERITIES],
+        "surfaces": tally.surfaces({k: (v[0], v[1]) for k, v in per_surface.items()}),
+        "matrix": mat,
         "chart": Markup(svg.stacked_bars(mat)),  # built from escaped parts
-        "legacy_defects": tables._records(defects),
-        "clusters": clusters.clusters(divs),  # by signature, largest first
+        "legacy_defects": views.records(defects, "ld"),
+        "clusters": tally.clusters.result(),  # by signature, largest first
         "waivers": tables.waiver_tables(report, warn_days),
         "attribution": tables.attribution_table(report),
         "trend": tables.trend(previous, report),
-        "fixtures": fixtures, "cases": tables._records(cases),
-        "case_count": len(cases), "failing_cases": failing,
+        "fixtures": views.Lazy(lambda: views.fixture_stream(cases()), n_fixtures),
+        "cases": views.Lazy(cases, n_cases),
+        "case_count": n_cases, "failing_cases": failing,
         "evidence": tables.evidence_view(evidence),
-        "glossary": [{**codes.get(c).to_wire(), "anchor": tables.code_anchor(c)}
-                     for c in used],
+        "glossary": [{**codes.get(c).to_wire(), "anchor": views.code_anchor(c)}
+                     for c in sorted(tally.codes, key=views.code_order)],
         "md_limit": MD_LIMIT,
-        "junit_suites": _junit_suites(fixtures),
+        "junit_suites": [{"name": name, "tests": n, "failures": bad, "cases": suite(name, n)}
+                         for name, (n, bad) in sorted(suites.items())],
     }
-
-
-def _junit_suites(fixtures: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    suites: dict[str, list[dict[str, Any]]] = {}
-    for fx in fixtures:
-        for case in fx["cases"]:
-            suites.setdefault(case["surface"].split(".", 1)[0], []).append(case)
-    out = []
-    for name, cases in sorted(suites.items()):
-        cases = sorted(cases, key=lambda c: (c["fixture"], c["surface"]))
-        out.append({"name": name, "cases": cases, "tests": len(cases),
-                    "failures": sum(1 for c in cases if c["status"] == "fail")})
-    return out
 
 
 def render(report: Mapping[str, Any], fmt: str, *, evidence: Mapping[str, Any] | None = None,
            previous: Mapping[str, Any] | None = None, ctx: Mapping[str, Any] | None = None
            ) -> str:
+    return "".join(generate(report, fmt, evidence=evidence, previous=previous, ctx=ctx))
+
+
+def generate(report: Mapping[str, Any], fmt: str, *, evidence: Mapping[str, Any] | None = None,
+             previous: Mapping[str, Any] | None = None, ctx: Mapping[str, Any] | None = None
+             ) -> Iterator[str]:
+    """``fmt`` rendered piece by piece (jinja2's ``generate``): written as it comes, a
+    report of any size never exists whole in memory."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}")
     ctx = ctx if ctx is not None else context(report, evidence=evidence, previous=previous)
-    return _env().get_template(_TEMPLATES[fmt]).render(**ctx)
+    return _env().get_template(_TEMPLATES[fmt]).generate(**ctx)
 
 
 def write(out: str | Path, report: Mapping[str, Any], *,
@@ -158,7 +165,8 @@ def write(out: str | Path, report: Mapping[str, Any], *,
     for fmt in FORMATS:
         if fmt in wanted:
             p = out / FILES[fmt]
-            p.write_text(render(report, fmt, ctx=ctx), encoding="utf-8", newline="\n")
+            with p.open("w", encoding="utf-8", newline="\n") as fh:
+                fh.writelines(generate(report, fmt, ctx=ctx))
             paths.append(p)
     return paths
 

@@ -68,31 +68,59 @@ def _key(sig: tuple[Any, ...]) -> str:
     return "cl-" + hashlib.sha256(b"shadow.cluster/v1\0" + text).hexdigest()[:10]
 
 
+class Accumulator:
+    """Clusters built one divergence at a time, in report order (grouped by fixture, as
+    a report's divergences always are: a cluster's fixtures are counted as they change).
+    Memory: one entry per signature — plus every member's id with ``ids``."""
+
+    def __init__(self, *, ids: bool = False) -> None:
+        self._groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._ids = ids
+
+    def add(self, d: Mapping[str, Any]) -> None:
+        sig = signature(d)
+        g = self._groups.get(sig)
+        fixture, severity = str(d.get("fixture")), str(d.get("severity", "info"))
+        if g is None:
+            g = self._groups[sig] = {"count": 0, "fixtures": 0, "last": None,
+                                     "severity": severity,
+                                     "exemplar": str(d.get("id", "")), "ids": []}
+        g["count"] += 1
+        if g["last"] != fixture:
+            g["fixtures"], g["last"] = g["fixtures"] + 1, fixture
+        if codes.severity_rank(severity) < codes.severity_rank(g["severity"]):
+            g["severity"] = severity
+        if self._ids:
+            g["ids"].append(str(d.get("id", "")))
+
+    def result(self) -> list[dict[str, Any]]:
+        """Every cluster, largest first; ties by worst severity, reason-code order,
+        surface and signature."""
+        order = {c.code: i for i, c in enumerate(codes.codes())}
+        out = []
+        for sig, g in self._groups.items():
+            code, surface, attribution, shape, values = sig
+            c = {"key": _key(sig), "reason_code": code, "surface": surface,
+                 "attribution": attribution, "severity": g["severity"],
+                 "shape": list(shape), "values": [{"key": k, "value": v} for k, v in values],
+                 "label": ", ".join(f"{k}={v}" for k, v in values),
+                 "count": g["count"], "fixtures": g["fixtures"], "exemplar": g["exemplar"]}
+            if self._ids:
+                c["ids"] = list(g["ids"])
+            out.append(c)
+        out.sort(key=lambda c: (-c["count"], codes.severity_rank(c["severity"]),
+                                order.get(c["reason_code"], 10**6), c["surface"],
+                                c["attribution"], c["shape"], c["label"]))
+        return out
+
+
 def clusters(divergences: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Every cluster of ``divergences`` (the report's unwaived ones), largest first; ties
-    by worst severity, reason-code order, surface and signature."""
-    order = {c.code: i for i, c in enumerate(codes.codes())}
-    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
-    for d in divergences:
-        groups.setdefault(signature(d), []).append(d)
-    out = []
-    for sig, members in groups.items():
-        code, surface, attribution, shape, values = sig
-        severity = min((str(m.get("severity", "info")) for m in members),
-                       key=codes.severity_rank)
-        out.append({
-            "key": _key(sig), "reason_code": code, "surface": surface,
-            "attribution": attribution, "severity": severity,
-            "shape": list(shape), "values": [{"key": k, "value": v} for k, v in values],
-            "label": ", ".join(f"{k}={v}" for k, v in values),
-            "count": len(members), "fixtures": len({str(m.get("fixture")) for m in members}),
-            "exemplar": str(members[0].get("id", "")),
-            "ids": [str(m.get("id", "")) for m in members],
-        })
-    out.sort(key=lambda c: (-c["count"], codes.severity_rank(c["severity"]),
-                            order.get(c["reason_code"], 10**6), c["surface"],
-                            c["attribution"], c["shape"], c["label"]))
-    return out
+    """Every cluster of ``divergences`` (the report's unwaived ones), with its members'
+    ids; the input is taken in fixture order (stable), as a report lists it."""
+    acc = Accumulator(ids=True)
+    for d in sorted(divergences, key=lambda d: str(d.get("fixture"))):
+        acc.add(d)
+    return acc.result()
 
 
-__all__ = ["CATEGORICAL", "categorical", "category_value", "clusters", "signature"]
+__all__ = ["CATEGORICAL", "Accumulator", "categorical", "category_value", "clusters", "signature"]

@@ -28,7 +28,7 @@ def colour(code: str, present: list[str] | None = None) -> str:
 
 
 def stacked_bars(table: Mapping[str, Any], *, width: int = 960) -> str:
-    """``table`` is :func:`shadow.reports.tables.matrix`'s output."""
+    """``table`` is :meth:`shadow.reports.views.Tally.matrix`'s output."""
     rows = table["rows"]
     code_list = [c["code"] for c in table["codes"]]
     if not rows:

@@ -1,5 +1,6 @@
-"""Report tables: ``report.json`` (+ evidence, + an older report) -> pandas frames -> the
-plain records the jinja2 templates iterate over.
+"""Report tables: the small tables of ``report.json`` (+ evidence, + an older report) as
+the plain records the jinja2 templates iterate over (the long lists and their counts are
+:mod:`shadow.reports.views`).
 
 Every table is sorted explicitly (never by dict or hash order), counts are integers and
 rates are pre-formatted strings, so the rendered bytes are a function of the inputs.
@@ -8,8 +9,6 @@ rates are pre-formatted strings, so the rendered bytes are a function of the inp
 from __future__ import annotations
 
 import datetime as dt
-import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,124 +16,9 @@ import pandas as pd
 
 from shadow import codes
 from shadow.reports.diff import diff_reports
+from shadow.reports.views import case_anchor, fixture_anchor
 
 SEVERITIES = codes.SEVERITIES
-FAILING = ("blocking", "major")  # JUnit: a case fails on these (unwaived)
-_CODE_ORDER = {c.code: i for i, c in enumerate(codes.codes())}
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
-
-
-def fixture_anchor(fixture: str) -> str:
-    return f"fx-{slug(fixture)}"
-
-
-def case_anchor(fixture: str, surface: str) -> str:
-    return f"c-{slug(fixture)}--{slug(surface)}"
-
-
-def code_anchor(code: str) -> str:
-    return f"code-{slug(code)}"
-
-
-def _detail(d: Mapping[str, Any]) -> str:
-    return json.dumps(d.get("detail", {}), sort_keys=True, ensure_ascii=False,
-                      separators=(", ", ": "))
-
-
-def divergence_frame(divs: list[Mapping[str, Any]], prefix: str = "d") -> pd.DataFrame:
-    cols = ["id", "fixture", "surface", "reason_code", "severity", "attribution", "items",
-            "item_ids", "detail", "fixture_anchor", "case_anchor", "code_anchor", "rank"]
-    rows = [{"id": str(d.get("id") or f"{prefix}-{i}"), "fixture": d["fixture"],
-             "surface": d["surface"],
-             "reason_code": d["reason_code"], "severity": d["severity"],
-             "attribution": d.get("attribution", "none"),
-             "items": len(d.get("item_ids", [])), "item_ids": list(d.get("item_ids", [])),
-             "detail": _detail(d), "fixture_anchor": fixture_anchor(d["fixture"]),
-             "case_anchor": case_anchor(d["fixture"], d["surface"]),
-             "code_anchor": code_anchor(d["reason_code"]),
-             "rank": codes.severity_rank(d["severity"])}
-            for i, d in enumerate(divs, 1)]
-    return pd.DataFrame(rows, columns=cols)
-
-
-def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    out = df.to_dict("records")
-    return [{str(k): (int(v) if hasattr(v, "item") and not isinstance(v, str) else v)
-             for k, v in r.items()} for r in out]
-
-
-def cases_frame(report: Mapping[str, Any], df: pd.DataFrame) -> pd.DataFrame:
-    cases = pd.DataFrame(report.get("cases", []), columns=["fixture", "surface"])
-    extra = df[["fixture", "surface"]].drop_duplicates()
-    cases = pd.concat([cases, extra]).drop_duplicates().reset_index(drop=True)
-    counts = (df.groupby(["fixture", "surface", "severity"]).size().unstack(fill_value=0)
-              .reindex(columns=list(SEVERITIES), fill_value=0).reset_index())
-    cases = cases.merge(counts, on=["fixture", "surface"], how="left")
-    for s in SEVERITIES:
-        cases[s] = cases[s].fillna(0).astype(int)
-    # the one failure rule (shadow.gates.rule), as the run judged it at its phase; a report
-    # written before the rule carried outcomes falls back to codes.fails at "major"
-    judged = {(c["fixture"], c["surface"]): c for c in report.get("cases", [])
-              if "outcome" in c}
-    failing = ({(d["fixture"], d["surface"]) for d in _records(df)
-                if codes.fails(d)} if not df.empty else set())
-    noted = {(f, s) for f, s in zip(df["fixture"], df["surface"], strict=True)} \
-        if not df.empty else set()
-    keys = list(zip(cases["fixture"], cases["surface"], strict=True))
-    cases["status"] = [str(judged[k]["outcome"]) if k in judged
-                       else "fail" if k in failing else "note" if k in noted else "pass"
-                       for k in keys]
-    cases["failing_ids"] = [list(judged[k].get("failing", [])) if k in judged else []
-                            for k in keys]
-    cases["anchor"] = [case_anchor(f, s) for f, s in zip(cases["fixture"], cases["surface"],
-                                                         strict=True)]
-    return cases.sort_values(["fixture", "surface"]).reset_index(drop=True)
-
-
-def surface_summary(cases: pd.DataFrame, df: pd.DataFrame) -> list[dict[str, Any]]:
-    if cases.empty:
-        return []
-    g = cases.groupby("surface")
-    summ = pd.DataFrame({"cases": g.size(),
-                         "failing": g["status"].apply(lambda s: int((s == "fail").sum()))})
-    summ = summ.join(g[list(SEVERITIES)].sum()).reset_index()
-    top = (df.groupby(["surface", "reason_code"]).size().rename("n").reset_index()
-           if not df.empty else pd.DataFrame(columns=["surface", "reason_code", "n"]))
-    tops = {}
-    for surface, part in top.groupby("surface"):
-        part = part.assign(order=part["reason_code"].map(_CODE_ORDER))
-        part = part.sort_values(["n", "order"], ascending=[False, True]).head(3)
-        tops[surface] = ", ".join(f"{c} ×{n}" for c, n in zip(part["reason_code"], part["n"],
-                                                                 strict=True))
-    summ["top_codes"] = summ["surface"].map(tops).fillna("")
-    # the attribution split: candidate (with both), baseline, intended, none
-    for col, whom in (("by_candidate", ("candidate", "both")), ("by_baseline", ("baseline",)),
-                      ("by_intended", ("intended",)), ("by_none", ("none",))):
-        counts = (df[df["attribution"].isin(whom)].groupby("surface").size()
-                  if not df.empty else pd.Series(dtype=int))
-        summ[col] = summ["surface"].map(counts).fillna(0).astype(int)
-    return _records(summ.sort_values("surface"))
-
-
-def matrix(df: pd.DataFrame) -> dict[str, Any]:
-    """The surface × reason-code table (counts of unwaived divergences)."""
-    if df.empty:
-        return {"surfaces": [], "codes": [], "rows": [], "totals": []}
-    tab = pd.crosstab(df["surface"], df["reason_code"])
-    code_cols = sorted(tab.columns, key=lambda c: _CODE_ORDER.get(c, 10**6))
-    tab = tab.reindex(columns=code_cols).sort_index()
-    rows = [{"surface": s, "anchor": f"s-{slug(s)}",
-             "counts": [int(x) for x in tab.loc[s].tolist()], "total": int(tab.loc[s].sum())}
-            for s in tab.index]
-    return {"surfaces": list(tab.index), "codes": [
-        {"code": c, "severity": codes.get(c).severity, "anchor": code_anchor(c)}
-        for c in code_cols], "rows": rows,
-        "totals": [int(x) for x in tab.sum(axis=0).tolist()]}
-
-
 def attribution_table(report: Mapping[str, Any]) -> dict[str, Any]:
     """Who is wrong, per surface: divergences by attribution, the stated reasons of the
     unexplained ones, and the intended-difference rules (applied, unused, overdue)."""
