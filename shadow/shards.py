@@ -1,14 +1,21 @@
-"""The run's result shards: the map's rows appended in batches, read back with pandas.
+"""The run's result shards: the map's rows appended in batches, read back whole or merged.
 
 Results arrive from the executor in any order and are never all held in memory: every
-``batch`` units the buffered rows of each table are written as one more part file under
-``<run folder>/.shards/<table>/part-NNNNN.<ext>``.  With the ``[scale]`` extra installed
-the parts are Parquet (pyarrow); without it they are JSON Lines — same rows, same
-reduction, so the reports do not depend on which (a test checks it).  The reducer
-(:func:`frame`) reads one table at a time and sorts by value, so neither the completion
-order nor the part boundaries reach a report.
+``batch`` units the buffered rows of each table are sorted by ``fixture`` (Python str
+order, stable: one fixture's rows keep their order) and written as one more part file
+under ``<run folder>/.shards/<table>/part-NNNNN.<ext>``.  With the ``[scale]`` extra
+installed the parts are Parquet (pyarrow, row groups of :data:`ROW_GROUP` rows); without it
+they are JSON Lines — same rows, same reduction, so the reports do not depend on which (a
+test checks it).  Two readers:
 
-Tables (every column a string unless said):
+* :func:`frame` reads one table whole with pandas, unsorted (the reducer sorts by value,
+  so neither the completion order nor the part boundaries reach a report);
+* :func:`scan` merges the sorted parts of the selected tables (``heapq.merge``) and yields
+  one fixture at a time, in name order, with all its rows: about one row group (Parquet)
+  or one row (JSON Lines) per part is resident, never a whole table.  It needs parts
+  written by this writer (sorted) and raises :class:`ValueError` on an unsorted one.
+
+Tables (every column a string unless said; :func:`scan` gives a missing value as ``None``):
 
 * ``fixtures``: ``fixture``, ``status`` (judged | quarantined | crashed | no_cassette),
   ``origin``,
@@ -21,9 +28,12 @@ Tables (every column a string unless said):
 
 from __future__ import annotations
 
+import heapq
 import importlib.util
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final
 
@@ -43,6 +53,8 @@ COLUMNS: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
     "noise": (("fixture", "str"), ("rule", "str"), ("values", "int")),
 }
 DEFAULT_BATCH: Final = 2000
+#: rows per Parquet row group, and per batch :func:`scan` reads from a part
+ROW_GROUP: Final = 256
 
 
 def parquet_available() -> bool:
@@ -100,6 +112,8 @@ class ShardWriter:
         self.flush()
 
     def _write(self, table: str, rs: list[dict[str, Any]]) -> None:
+        """One part of ``table``: ``rs`` sorted by fixture (stable), as :func:`scan` needs."""
+        rs = sorted(rs, key=itemgetter("fixture"))
         stem = self.root / table / f"part-{self._part:05d}"
         if self.parquet:
             import pyarrow as pa
@@ -108,7 +122,7 @@ class ShardWriter:
             types = {"str": pa.string(), "bool": pa.bool_(), "int": pa.int64()}
             schema = pa.schema([(c, types[k]) for c, k in COLUMNS[table]])
             pq.write_table(pa.Table.from_pylist(rs, schema=schema),
-                           stem.with_suffix(".parquet"))
+                           stem.with_suffix(".parquet"), row_group_size=ROW_GROUP)
             return
         with stem.with_suffix(".jsonl").open("w", encoding="utf-8", newline="\n") as fh:
             for r in rs:
@@ -134,3 +148,73 @@ def frame(root: Path, table: str, columns: Iterable[str] | None = None) -> pd.Da
     if not frames:
         return pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
     return pd.concat(frames, ignore_index=True)
+
+
+#: a part's row as merged: (fixture, part index, row index, row) — ties never reach the row
+_Keyed = tuple[str, int, int, dict[str, Any]]
+
+
+def _part_rows(path: Path, cols: list[str]) -> Iterator[dict[str, Any]]:
+    """The rows of one part, read lazily: a batch of :data:`ROW_GROUP` rows (Parquet) or a
+    line (JSON Lines) at a time."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        pf = pq.ParquetFile(path)
+        try:
+            for batch in pf.iter_batches(batch_size=ROW_GROUP, columns=cols):
+                yield from batch.to_pylist()
+        finally:
+            pf.close()
+        return
+    with path.open(encoding="utf-8", newline="\n") as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                yield {c: rec.get(c) for c in cols}
+
+
+def _sorted_part(path: Path, index: int, cols: list[str]) -> Iterator[_Keyed]:
+    prev: str | None = None
+    for i, row in enumerate(_part_rows(path, cols)):
+        fx = row["fixture"]
+        if not isinstance(fx, str):
+            raise ValueError(f"shard part {path}: row {i} has no fixture name")
+        if prev is not None and fx < prev:
+            raise ValueError(f"shard part {path} is not sorted by fixture ({fx!r} after "
+                             f"{prev!r} at row {i}): scan reads only parts written by "
+                             "shadow.shards.ShardWriter")
+        prev = fx
+        yield fx, index, i, row
+
+
+def _table_groups(root: Path, table: str, index: int
+                  ) -> Iterator[tuple[str, int, list[dict[str, Any]]]]:
+    """``(fixture, table index, rows)`` per fixture of one table, in name order."""
+    cols = [c for c, _ in COLUMNS[table]]
+    merged = heapq.merge(*(_sorted_part(p, n, cols)
+                           for n, p in enumerate(_parts(root, table))))
+    for fx, group in groupby(merged, key=itemgetter(0)):
+        yield fx, index, [k[3] for k in group]
+
+
+def scan(root: Path, tables: Sequence[str] | None = None
+         ) -> Iterator[tuple[str, dict[str, list[dict[str, Any]]]]]:
+    """Every fixture of the selected ``tables`` (default: all), in ascending name order,
+    with ``{table: its rows}`` (every selected table a key; ``[]`` when it has none).
+
+    A fixture's rows keep the order they were added in (rows of one name in several parts:
+    part order).  Each row has every column of its table, typed as :data:`COLUMNS` says.
+    The parts must be sorted by fixture, as :class:`ShardWriter` writes them: an unsorted
+    part (an older writer's) raises :class:`ValueError` naming it, never a wrong grouping.
+    """
+    names = list(COLUMNS) if tables is None else list(dict.fromkeys(tables))
+    unknown = [t for t in names if t not in COLUMNS]
+    if unknown:
+        raise ValueError(f"unknown shard table(s) {unknown}; known: {sorted(COLUMNS)}")
+    streams = [_table_groups(root, t, n) for n, t in enumerate(names)]
+    for fx, groups in groupby(heapq.merge(*streams), key=itemgetter(0)):
+        out: dict[str, list[dict[str, Any]]] = {t: [] for t in names}
+        for _fx, n, rs in groups:
+            out[names[n]] = rs
+        yield fx, out
