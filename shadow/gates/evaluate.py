@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shadow import codes
-from shadow.evidence import top_surface
 from shadow.gates.merge import EvidenceFile, Merged, merge
 from shadow.gates.policy import Phase, Policy, RateRule
 from shadow.gates.stats import wilson_upper
@@ -189,10 +188,7 @@ class _Judge:
 
     # -- 2. every phase --------------------------------------------------------------------
     def every_phase(self) -> None:
-        nogo: dict[str, list[str]] = {}
-        for (fx, sf), c in sorted(self.m.cases.items()):
-            for code in sorted(c["nogo"]):
-                nogo.setdefault(code, []).append(f"{fx}/{sf}")
+        nogo = {code: list(where) for code, where in self.m.stats.nogo.items()}
         for code, where in sorted(nogo.items()):
             self.add(None, f"nogo:{code}", "fail",
                      f"§16 NO-GO class {code} attributed to the candidate in {len(where)} "
@@ -216,15 +212,6 @@ class _Judge:
                                      f"({(expires - self.today).days} days)")
 
     # -- 3. phases ------------------------------------------------------------------------
-    def _judged_cases(self, surface: str) -> list[Mapping[str, Any]]:
-        return [c for (fx, sf), c in sorted(self.m.cases.items())
-                if top_surface(sf) == surface
-                and not any(fnmatch.fnmatchcase(sf, p) for p in self.policy.exclude_surfaces)]
-
-    def _code_count(self, code: str) -> list[str]:
-        return [f"{fx}/{sf}" for (fx, sf), c in sorted(self.m.cases.items())
-                if c["by_code"].get(code)]
-
     def check(self, ph: Phase, name: str) -> None:
         m = self.m
         if name in ("inventory.valid", "schemas.frozen", "replay.deterministic"):
@@ -242,7 +229,7 @@ class _Judge:
                          + (f" on {', '.join(absent)}" if absent else ""), "evidence.missing",
                          {"by_platform": c["by_platform"] if c else {}})
         elif name == "baseline.captures":
-            missing = [s for s in self.policy.baseline_surfaces if not self._judged_cases(s)]
+            missing = [s for s in self.policy.baseline_surfaces if not m.stats.judged(s)]
             if missing:
                 self.add(ph.phase, name, "missing", "no baseline capture for "
                          + ", ".join(missing), "evidence.missing", {"surfaces": missing})
@@ -254,15 +241,14 @@ class _Judge:
                          + ", ".join(self.policy.baseline_surfaces))
         elif name in ("divergences.classified", "replay.side_effect_free"):
             code = "unclassified" if name == "divergences.classified" else "shadow.side_effect"
-            where = self._code_count(code)
+            where = list(m.stats.cases_with(code))
             if where:
                 self.add(ph.phase, name, "fail", f"{code} in {len(where)} case(s): "
                          + ", ".join(where[:5]), "policy.check_failed", {"cases": where})
             else:
                 self.add(ph.phase, name, "pass", f"no {code} divergence")
         elif name == "divergences.no_blocking":
-            where = [f"{fx}/{sf}" for (fx, sf), c in sorted(m.cases.items())
-                     if c["worst"] == "blocking"]
+            where = list(m.stats.blocking)
             if where:
                 self.add(ph.phase, name, "fail", f"unwaived blocking divergences in "
                          f"{len(where)} case(s): " + ", ".join(where[:5]),
@@ -306,13 +292,9 @@ class _Judge:
             self.add(ph.phase, name, "pass", f"{counted} attached tests passed")
 
     def rate(self, ph: Phase, rule: RateRule) -> None:
-        rank = codes.severity_rank(rule.fail_at)
         for s in rule.surfaces:
-            by_fx: dict[str, bool] = {}
-            for c in self._judged_cases(s):
-                bad = c["worst"] != "clean" and codes.severity_rank(c["worst"]) <= rank
-                by_fx[c["fixture"]] = by_fx.get(c["fixture"], False) or bad
-            n, k = len(by_fx), sum(by_fx.values())
+            # judged fixtures of top surface s, and those with a case at or above fail_at
+            n, k = self.m.stats.judged(s), self.m.stats.failing_at(s, rule.fail_at)
             upper = wilson_upper(k, n, self.policy.confidence)
             name = f"rate:{s}"
             base = (f"{s}: {k} of {n} fixtures with an unwaived divergence at or above "
@@ -343,7 +325,8 @@ def evaluate(policy: Policy, files: Sequence[EvidenceFile], phase: int, *,
     if phase not in policy.phases:
         raise ValueError(f"phase must be one of {sorted(policy.phases)}")
     required = tuple(platforms) if platforms else policy.platforms
-    judge = _Judge(policy, merge(files), required, today or dt.datetime.now(dt.UTC).date())
+    merged = merge(files, exclude_surfaces=policy.exclude_surfaces)
+    judge = _Judge(policy, merged, required, today or dt.datetime.now(dt.UTC).date())
     identity = judge.binding()
     judge.every_phase()
     for ph in policy.chain(phase):

@@ -6,14 +6,24 @@ downloads lay them out).  Each file is validated (schema, required sections, an
 :class:`~shadow.errors.InputError` (exit 2).  Merging never hides a problem: per
 fixture × surface the *worst* severity of any run wins, a check passes only if it
 passed everywhere, and a test attached on one platform does not stand in for another.
+
+The per-case rows are never held whole (ADR 0017, step 5): each file's ``cases`` is sorted
+by (fixture, surface), each once (:func:`parse` refuses anything else), so
+:func:`merged_cases` merges the files' rows in one pass with :func:`heapq.merge`, folding
+the rows of one case as they meet, and :func:`reduce_cases` keeps of them only what the
+gate reads (:class:`CaseStats`): counts bounded by the vocabulary (surfaces × severities)
+and the lists of cases the gate names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import fnmatch
+import heapq
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from shadow import codes
 from shadow.boundary import load_path
@@ -27,11 +37,13 @@ from shadow.evidence import (
     identity_digest,
     platform_name,
     results_digest,
+    top_surface,
 )
 
 _REQUIRED = ("identity", "identity_digest", "environment", "run", "cases", "checks",
              "waivers", "attachments", "evidence_digest")
 _CHECK_ORDER = {"fail": 0, "missing": 1, "pass": 2}
+_ORDER: Final = "cases sorted by fixture and surface, each once"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +91,14 @@ def _need(value: Any, kind: type | tuple[type, ...], src: str, ptr: str, what: s
     return value
 
 
+def _in_order(src: str, i: int, prev: tuple[str, str] | None, key: tuple[str, str]) -> None:
+    """Row ``i`` of a file's cases comes strictly after row ``i - 1`` (fail closed)."""
+    if prev is not None and key <= prev:
+        raise InputError(src, f"/cases/{i}", _ORDER,
+                         f"the fixture and surface of /cases/{i - 1} again" if key == prev
+                         else f"a case that sorts before /cases/{i - 1}")
+
+
 def _structure(doc: Mapping[str, Any], src: str) -> None:
     """Every field the gate reads has the type it expects (file + JSON pointer if not)."""
     env = _need(doc["environment"], Mapping, src, "/environment", "an object")
@@ -88,11 +108,14 @@ def _structure(doc: Mapping[str, Any], src: str) -> None:
     _need(run.get("results_digest"), str, src, "/run/results_digest", "a string")
     totals = _need(run.get("totals", {}), Mapping, src, "/run/totals", "an object")
     _need(totals.get("quarantined", 0), int, src, "/run/totals/quarantined", "an integer")
+    prev: tuple[str, str] | None = None
     for i, c in enumerate(doc["cases"]):
         ptr = f"/cases/{i}"
         _need(c, Mapping, src, ptr, "a case object")
         for key in ("fixture", "surface", "worst"):
             _need(c.get(key), str, src, f"{ptr}/{key}", "a string")
+        _in_order(src, i, prev, (c["fixture"], c["surface"]))
+        prev = (c["fixture"], c["surface"])
         if c["worst"] not in (*codes.SEVERITIES, "clean"):
             raise InputError(src, f"{ptr}/worst", "a severity or 'clean'", "another string")
         for code, n in _need(c.get("by_code", {}), Mapping, src, f"{ptr}/by_code",
@@ -126,7 +149,9 @@ def parse(doc: Any, src: str, *, crosscheck: bool = True) -> EvidenceFile:
     if identity_digest(doc["identity"]) != doc["identity_digest"]:
         raise InputError(src, "/identity_digest", "the digest of /identity",
                          "a different value (edited evidence?)")
-    if not isinstance(doc["cases"], list):
+    # any sequence (a list, or a disk-backed list of rows), never a string
+    if not isinstance(doc["cases"], Sequence) or isinstance(doc["cases"],
+                                                            (str, bytes, bytearray)):
         raise InputError(src, "/cases", "an array", type(doc["cases"]).__name__)
     _structure(doc, src)
     _need(doc["environment"].get("os_release"), str, src, "/environment/os_release", "a string")
@@ -187,7 +212,8 @@ def check_report(f: EvidenceFile, path: Path) -> None:
             report.get("phase") != f.doc["run"].get("phase"):
         raise InputError(rpath, "/verdict", "the verdict and phase its evidence.json was "
                          "sealed with (/run/verdict, /run/phase)", "another (edited report?)")
-    if case_summaries(report) != list(f.doc["cases"]):
+    rows, cases = case_summaries(report), f.doc["cases"]
+    if len(rows) != len(cases) or any(a != b for a, b in zip(rows, cases, strict=True)):
         raise InputError(f.path, "/cases", "the per-case rows of its report.json",
                          "different rows (edited evidence?)")
 
@@ -219,10 +245,157 @@ def _worse(a: str, b: str) -> str:
     return codes.max_severity(a, b)
 
 
+#: the reason codes whose cases the gate names (``divergences.classified``,
+#: ``replay.side_effect_free``)
+NAMED_CODES: Final = ("unclassified", "shadow.side_effect")
+_CLEAN: Final = len(codes.SEVERITIES)  # the rank of a case with nothing against the candidate
+
+_Row = tuple[tuple[str, str], str, Mapping[str, Any]]
+
+
+def _rows(f: EvidenceFile) -> Iterator[_Row]:
+    """One file's case rows as (key, platform, row), in one pass over them; a row out of
+    order is refused here too (an :class:`EvidenceFile` built without :func:`parse`)."""
+    platform = f.platform
+    prev: tuple[str, str] | None = None
+    for i, c in enumerate(f.doc["cases"]):
+        key = (c["fixture"], c["surface"])
+        _in_order(f.path, i, prev, key)
+        prev = key
+        yield key, platform, c
+
+
+def merged_cases(files: Sequence[EvidenceFile]) -> Iterator[dict[str, Any]]:
+    """Every fixture × surface of ``files`` once, in (fixture, surface) order, its rows
+    folded conservatively: the worst severity, each code's highest count, every NO-GO
+    class, every platform.  Each file's cases are iterated once; one row per file is
+    resident (re-iterable: call it again for another pass)."""
+    cur: dict[str, Any] | None = None
+    key_of: tuple[str, str] | None = None
+    for key, platform, c in heapq.merge(*map(_rows, files), key=itemgetter(0)):
+        if cur is not None and key == key_of:
+            cur["worst"] = _worse(cur["worst"], c["worst"])
+            for code, n in c.get("by_code", {}).items():
+                cur["by_code"][code] = max(cur["by_code"].get(code, 0), n)
+            cur["nogo"] |= set(c.get("nogo", []))
+            cur["platforms"].add(platform)
+            continue
+        if cur is not None:
+            yield cur
+        key_of = key
+        cur = {"fixture": c["fixture"], "surface": c["surface"], "worst": c["worst"],
+               "by_code": dict(c.get("by_code", {})), "nogo": set(c.get("nogo", [])),
+               "platforms": {platform}}
+    if cur is not None:
+        yield cur
+
+
+@dataclass(frozen=True, slots=True)
+class CaseStats:
+    """What the gate reads of the merged cases: counts bounded by the vocabulary and the
+    names (``fixture/surface``, in case order) of the cases its messages list."""
+
+    #: NO-GO class -> the cases it is attributed to the candidate in
+    nogo: Mapping[str, tuple[str, ...]]
+    #: code of :data:`NAMED_CODES` -> the cases holding a divergence with it
+    with_code: Mapping[str, tuple[str, ...]]
+    #: the cases whose worst unwaived severity is blocking
+    blocking: tuple[str, ...]
+    #: top surface -> fixtures with a judged case of it (``exclude_surfaces`` left out)
+    fixtures: Mapping[str, int]
+    #: top surface -> per severity rank r, the fixtures of :attr:`fixtures` with a judged
+    #: case whose worst is at or above ``SEVERITIES[r]``
+    failing: Mapping[str, tuple[int, ...]]
+
+    def judged(self, surface: str) -> int:
+        """Fixtures with a judged case of top surface ``surface``."""
+        return self.fixtures.get(surface, 0)
+
+    def failing_at(self, surface: str, fail_at: str) -> int:
+        """Of :meth:`judged`, those with a judged case at or above ``fail_at``."""
+        counts = self.failing.get(surface)
+        return counts[codes.severity_rank(fail_at)] if counts else 0
+
+    def cases_with(self, code: str) -> tuple[str, ...]:
+        """The cases holding a divergence with ``code`` (one of :data:`NAMED_CODES`)."""
+        if code not in self.with_code:
+            raise ValueError(f"the merge names the cases of {', '.join(NAMED_CODES)} only, "
+                             f"not {code!r}")
+        return self.with_code[code]
+
+
+class _Reducer:
+    """Folds merged cases, in (fixture, surface) order, into a :class:`CaseStats`."""
+
+    def __init__(self, exclude_surfaces: Sequence[str]) -> None:
+        self.exclude = tuple(exclude_surfaces)
+        self.tops: dict[str, str | None] = {}  # surface -> its top surface if judged
+        self.nogo: dict[str, list[str]] = {}
+        self.with_code: dict[str, list[str]] = {c: [] for c in NAMED_CODES}
+        self.blocking: list[str] = []
+        self.fixtures: dict[str, int] = {}
+        self.failing: dict[str, list[int]] = {}
+        self.last: tuple[str, str] | None = None
+        self.ranks: dict[str, int] = {}  # this fixture: top surface -> best rank judged
+
+    def top(self, surface: str) -> str | None:
+        if surface not in self.tops:
+            judged = not any(fnmatch.fnmatchcase(surface, p) for p in self.exclude)
+            self.tops[surface] = top_surface(surface) if judged else None
+        return self.tops[surface]
+
+    def flush(self) -> None:
+        for top, rank in self.ranks.items():
+            self.fixtures[top] = self.fixtures.get(top, 0) + 1
+            counts = self.failing.setdefault(top, [0] * _CLEAN)
+            for r in range(rank, _CLEAN):
+                counts[r] += 1
+        self.ranks = {}
+
+    def add(self, c: Mapping[str, Any]) -> None:
+        fx, sf = c["fixture"], c["surface"]
+        if self.last is not None and (fx, sf) <= self.last:
+            raise ValueError(f"merged cases out of order: {(fx, sf)!r} after {self.last!r}")
+        if self.last is not None and fx != self.last[0]:
+            self.flush()
+        self.last = (fx, sf)
+        name = f"{fx}/{sf}"
+        for code in sorted(c["nogo"]):
+            self.nogo.setdefault(code, []).append(name)
+        for code, where in self.with_code.items():
+            if c["by_code"].get(code):
+                where.append(name)
+        if c["worst"] == "blocking":
+            self.blocking.append(name)
+        top = self.top(sf)
+        if top is not None:
+            rank = _CLEAN if c["worst"] == "clean" else codes.severity_rank(c["worst"])
+            self.ranks[top] = min(rank, self.ranks.get(top, _CLEAN))
+
+    def result(self) -> CaseStats:
+        self.flush()
+        return CaseStats(
+            nogo={k: tuple(v) for k, v in sorted(self.nogo.items())},
+            with_code={k: tuple(v) for k, v in self.with_code.items()},
+            blocking=tuple(self.blocking),
+            fixtures=dict(sorted(self.fixtures.items())),
+            failing={k: tuple(v) for k, v in sorted(self.failing.items())})
+
+
+def reduce_cases(cases: Iterable[Mapping[str, Any]],
+                 exclude_surfaces: Sequence[str] = ()) -> CaseStats:
+    """One pass over merged cases (as :func:`merged_cases` yields them) -> :class:`CaseStats`;
+    a case of a surface matching an ``exclude_surfaces`` glob is not judged by the rates."""
+    reducer = _Reducer(exclude_surfaces)
+    for c in cases:
+        reducer.add(c)
+    return reducer.result()
+
+
 @dataclass(frozen=True, slots=True)
 class Merged:
     files: tuple[EvidenceFile, ...]
-    cases: Mapping[tuple[str, str], Mapping[str, Any]]
+    stats: CaseStats
     checks: Mapping[str, Mapping[str, Any]]
     waivers_applied: tuple[Mapping[str, Any], ...]
     quarantined: int
@@ -246,22 +419,10 @@ class Merged:
         return out
 
 
-def merge(files: Sequence[EvidenceFile]) -> Merged:
-    cases: dict[tuple[str, str], dict[str, Any]] = {}
-    for f in files:
-        for c in f.doc["cases"]:
-            key = (c["fixture"], c["surface"])
-            cur = cases.get(key)
-            if cur is None:
-                cases[key] = {"fixture": c["fixture"], "surface": c["surface"],
-                              "worst": c["worst"], "by_code": dict(c.get("by_code", {})),
-                              "nogo": set(c.get("nogo", [])), "platforms": {f.platform}}
-            else:
-                cur["worst"] = _worse(cur["worst"], c["worst"])
-                for code, n in c.get("by_code", {}).items():
-                    cur["by_code"][code] = max(cur["by_code"].get(code, 0), n)
-                cur["nogo"] |= set(c.get("nogo", []))
-                cur["platforms"].add(f.platform)
+def merge(files: Sequence[EvidenceFile], *, exclude_surfaces: Sequence[str] = ()) -> Merged:
+    """Merge ``files`` in one pass over each file's cases.  ``exclude_surfaces`` are the
+    policy's globs of surfaces the rate rules do not judge (:attr:`CaseStats.fixtures`)."""
+    stats = reduce_cases(merged_cases(files), exclude_surfaces)
     checks: dict[str, dict[str, Any]] = {}
     for f in files:
         for name, c in f.doc["checks"].items():
@@ -281,5 +442,5 @@ def merge(files: Sequence[EvidenceFile]) -> Merged:
             waivers.setdefault(str(w.get("id")), w)
     quarantined = max((int(f.doc["run"].get("totals", {}).get("quarantined", 0))
                        for f in files), default=0)
-    return Merged(tuple(files), cases, checks,
+    return Merged(tuple(files), stats, checks,
                   tuple(waivers[k] for k in sorted(waivers)), quarantined)
