@@ -41,8 +41,10 @@ from types import TracebackType
 from typing import Any, TextIO, overload
 
 __all__ = [
+    "Folder",
     "Spill",
     "SpillView",
+    "Stream",
     "dumps_pretty",
     "is_spliced",
     "iter_canonical",
@@ -128,7 +130,8 @@ class Spill(_Spilled):
 
     _plain = True
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, owner: object = None) -> None:
+        self._owner = owner  # what must live as long as the file (a Folder), if anything
         self._path = Path(path)
         self._path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: TextIO | None = self._path.open("w", encoding="utf-8", newline="\n")
@@ -240,6 +243,54 @@ class SpillView(_Spilled):
     def __repr__(self) -> str:
         name = getattr(self._fn, "__qualname__", type(self._fn).__name__)
         return f"SpillView({self._source!r}, fn={name})"
+
+
+class Stream(_Spilled):
+    """A re-iterable sequence of what ``make()`` yields each time it is called (rows read
+    again from the run's shards, say), spliced by the writers as a spill is.  Its elements
+    must hold no spill.  ``len`` is ``n`` when given, else one counting pass."""
+
+    _plain = True
+
+    def __init__(self, make: Callable[[], Iterable[Any]], n: int | None = None) -> None:
+        self._make = make
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n if self._n is not None else sum(1 for _ in self._make())
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._make())
+
+    def __reversed__(self) -> Iterator[Any]:
+        items: list[Any] = list(self._make())  # materialises: never used by the writers
+        return iter(items[::-1])
+
+    def __repr__(self) -> str:
+        return f"Stream(len={self._n if self._n is not None else '?'})"
+
+
+class Folder:
+    """A temporary folder of spill files that exists as long as this object or any spill
+    made by :meth:`spill` does (the files are removed when the last goes, or at exit)."""
+
+    def __init__(self, parent: Path | None = None) -> None:
+        import shutil
+        import tempfile
+        import weakref
+
+        if parent is not None:
+            Path(parent).mkdir(parents=True, exist_ok=True)
+        self.path = Path(tempfile.mkdtemp(prefix=".shadow-spill-", dir=parent))
+        self._done = weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
+
+    def spill(self, name: str) -> Spill:
+        """A new spill file ``name.jsonl`` in this folder, keeping the folder alive."""
+        return Spill(self.path / f"{name}.jsonl", owner=self)
+
+    def cleanup(self) -> None:
+        """Remove the folder now (its spills can no longer be read)."""
+        self._done()
 
 
 # --- the writers ---------------------------------------------------------------------------
