@@ -131,7 +131,11 @@ def canonical(value: Any) -> bytes:
 
 
 def digest(value: Any, tag: bytes = b"") -> str:
-    return "sha256:" + hashlib.sha256(tag + canonical(value)).hexdigest()
+    """sha256 of ``tag`` + :func:`canonical` — streamed when ``value`` holds a spill
+    (:func:`shadow.spill.sha256_canonical`: the same bytes, never all in memory)."""
+    from shadow.spill import sha256_canonical
+
+    return sha256_canonical(value, tag)
 
 
 def file_digest(path: Path) -> str:
@@ -157,10 +161,13 @@ def folder_digest(root: Path | None) -> str:
 def results_digest(divergences: Sequence[Mapping[str, Any]],
                    legacy_defects: Sequence[Mapping[str, Any]],
                    cases: Sequence[Any], comparisons: int) -> str:
-    """The platform-independent part of a run's outcome (no time, no identity)."""
-    return digest({"divergences": list(divergences), "legacy_defects": list(legacy_defects),
-                   "cases": [list(c) for c in cases], "comparisons": comparisons},
-                  _RESULTS_TAG)
+    """The platform-independent part of a run's outcome (no time, no identity); each
+    list is read once, as a stream (a spill stays on disk)."""
+    from shadow.spill import Stream
+
+    return digest({"divergences": divergences, "legacy_defects": legacy_defects,
+                   "cases": Stream(lambda: (list(c) for c in cases)),
+                   "comparisons": comparisons}, _RESULTS_TAG)
 
 
 # --- per-case summary -------------------------------------------------------------------
@@ -290,6 +297,7 @@ class EvidenceInputs:
     determinism: Mapping[str, Any] | None = None  # the rerun's result (None: not checked)
     check_schemas: bool = True
     parsed_attachments: tuple[dict[str, Any], ...] | None = None  # read before the replay
+    cases: Sequence[Mapping[str, Any]] | None = None  # per-case rows made fixture by fixture
 
 
 def collect(inp: EvidenceInputs) -> dict[str, Any]:
@@ -319,8 +327,12 @@ def collect(inp: EvidenceInputs) -> dict[str, Any]:
     else:
         checks["replay.deterministic"] = dict(inp.determinism)
     divs = report.get("divergences", [])
-    sev = Counter(d["severity"] for d in divs)
-    cases = case_summaries(report)
+    sev: Counter[str] = Counter()
+    by_code: Counter[str] = Counter()
+    for d in divs:  # one pass (a run's divergences stream from their spill)
+        sev[d["severity"]] += 1
+        by_code[d["reason_code"]] += 1
+    cases = inp.cases if inp.cases is not None else case_summaries(report)
     return {
         "schema": SCHEMA,
         "identity": identity,
@@ -329,11 +341,11 @@ def collect(inp: EvidenceInputs) -> dict[str, Any]:
         "run": {"verdict": report["verdict"], "phase": report["phase"],
                 "generated_at": report["generated_at"], "totals": report["totals"],
                 "by_severity": {s: sev.get(s, 0) for s in codes.SEVERITIES},
-                "by_code": dict(sorted(Counter(d["reason_code"] for d in divs).items())),
+                "by_code": dict(sorted(by_code.items())),
                 "blocking_reasons": report.get("blocking_reasons", []),
                 "results_digest": results_digest(
                     divs, report.get("legacy_defects", []),
-                    [(c["fixture"], c["surface"]) for c in report.get("cases", [])],
+                    _pairs(report.get("cases", [])),
                     report["totals"].get("comparisons", 0))},
         "cases": cases,
         "surfaces": surface_summaries(cases),
@@ -404,16 +416,18 @@ def prepare(opts: Any, policy: Any) -> RunSetup:
 
 
 def for_run(setup: RunSetup, report: Mapping[str, Any],
-            determinism: Mapping[str, Any] | None) -> dict[str, Any]:
+            determinism: Mapping[str, Any] | None,
+            cases: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The run's evidence; ``determinism`` is the rerun's result
-    (:func:`shadow.mapreduce.map_corpus`), None when it was skipped."""
+    (:func:`shadow.mapreduce.map_corpus`), None when it was skipped; ``cases`` the
+    per-case rows when the run made them (:func:`case_summaries` fixture by fixture)."""
     return collect(EvidenceInputs(
         report=report, policy_version=setup.policy_version,
         policy_digest=setup.policy_digest, recordings=setup.recordings,
         waivers=setup.waivers, inventory=setup.inventory,
         inactive_stages=setup.inactive_stages, attachments=setup.attachments,
         intended=setup.intended, parsed_attachments=setup.parsed_attachments,
-        noise=setup.noise, determinism=determinism))
+        noise=setup.noise, determinism=determinism, cases=cases))
 
 
 def evidence_digest(doc: Mapping[str, Any]) -> str:
@@ -433,9 +447,23 @@ def identity_digest(identity: Mapping[str, Any]) -> str:
 
 
 def render(doc: Mapping[str, Any]) -> str:
-    return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    from shadow.spill import dumps_pretty
+
+    return dumps_pretty(doc) + "\n"
 
 
 def write(path: Path, doc: Mapping[str, Any]) -> Path:
-    path.write_text(render(seal(doc)), encoding="utf-8", newline="\n")
+    """``render(seal(doc))`` into ``path``, the per-case rows streamed from their spill."""
+    from shadow.spill import write_pretty
+
+    with path.open("w", encoding="utf-8", newline="\n") as fh:
+        write_pretty(seal(doc), fh)
+        fh.write("\n")
     return path
+
+
+def _pairs(cases: Sequence[Mapping[str, Any]]) -> Any:
+    """``(fixture, surface)`` of each case, lazily (a :class:`shadow.spill.Stream`)."""
+    from shadow.spill import Stream
+
+    return Stream(lambda: ((c["fixture"], c["surface"]) for c in cases), len(cases))

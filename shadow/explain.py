@@ -545,7 +545,7 @@ _ROW_CLASS: Final = {">>": "m-focus", "*": "m-other", "~": "m-differ", "": ""}
 def render_html(views: Sequence[CaseView]) -> str:
     """One self-contained HTML document, a ``<section>`` per case: everything escaped,
     inline CSS only, no script, no external reference."""
-    from shadow.reports.tables import case_anchor
+    from shadow.reports.views import case_anchor
 
     def e(x: Any) -> str:
         return html.escape(str(x), quote=True)

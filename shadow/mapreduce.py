@@ -34,7 +34,7 @@ from shadow.errors import FixtureError
 from shadow.executors import MapOptions, run_map
 from shadow.mapstep import MapContext, Task, UnitResult, sample_fraction
 from shadow.projection import Projection
-from shadow.shards import ShardWriter, frame
+from shadow.shards import ShardWriter, scan
 
 SAMPLE: Final = 500  # fixtures the determinism rerun replays again, at most about
 Progress = Callable[[int, int, str], None]
@@ -42,12 +42,13 @@ Progress = Callable[[int, int, str], None]
 
 @dataclass(frozen=True, slots=True)
 class Reduced:
-    """The map's output as the judgement needs it (sorted by value)."""
+    """The map's output as the judgement needs it: counts, the corpus-wide verdicts, and
+    the judged fixtures' rows on disk (:meth:`groups`, one fixture at a time)."""
 
-    divergences: list[Divergence]
-    legacy_defects: list[Divergence]
+    shards: Path
+    keep: Callable[[str], bool]  # a fixture whose rows are judged (not a copy, has a cassette)
     comparisons: int
-    cases: list[tuple[str, str]]
+    cases: int  # fixture × surface cases of the judged fixtures
     scenarios: int  # scenarios judged (what load_corpus would list)
     quarantined: list[FixtureError]  # sorted by source, as Corpus.quarantined
     digest: str  # the corpus digest, as Corpus.digest
@@ -56,6 +57,19 @@ class Reduced:
     replay_digest: str  # of the whole map's raw output (determinism)
     determinism: dict[str, Any] = field(default_factory=dict)
     projections: list[Projection] = field(default_factory=list, repr=False)
+
+    def groups(self) -> Iterator[Group]:
+        """The judged fixtures' rows, in name order (reads the shards again each call)."""
+        return groups(self.shards, self.keep)
+
+    def divergences(self) -> Iterator[Divergence]:
+        return (d for g in self.groups() for d in g.divergences)
+
+    def legacy_defects(self) -> Iterator[Divergence]:
+        return (d for g in self.groups() for d in g.legacy_defects)
+
+    def case_keys(self) -> Iterator[tuple[str, str]]:
+        return ((g.fixture, s) for g in self.groups() for s in g.surfaces)
 
 
 def _divergence(wire: str) -> Divergence:
@@ -75,14 +89,12 @@ class _Stream:
     sample_all: bool
     ledger: CorpusLedger
     keep_sample: bool = True
-    names: set[str] = field(default_factory=set)
     sampled: list[Task] = field(default_factory=list)
 
     def tasks(self, units: Iterator[Any]) -> Iterator[Task]:
         for u in units:
             if not self.ledger.see(u):  # a name seen before: quarantined, not replayed
                 continue
-            self.names.add(u.name)
             task = Task(u.name, tuple(u.files), u.origin, u.error)
             if self.keep_sample and (self.sample_all
                                      or sample_fraction(u.name) < SAMPLE / self.total):
@@ -150,10 +162,42 @@ def _rerun(red: Reduced, stream: _Stream, ctx: MapContext, opts: MapOptions,
 # --- reduce -----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One judged fixture's rows, as the judgement takes them: divergences and legacy
+    defects sorted by value, its surfaces sorted."""
+
+    fixture: str
+    divergences: list[Divergence]
+    legacy_defects: list[Divergence]
+    surfaces: list[str]
+
+
+def _group(fixture: str, tables: dict[str, list[dict[str, Any]]]) -> Group:
+    return Group(fixture,
+                 sorted((_divergence(r["wire"]) for r in tables["divergences"]),
+                        key=lambda d: d.sort_key),
+                 sorted((_divergence(r["wire"]) for r in tables["legacy_defects"]),
+                        key=lambda d: d.sort_key),
+                 sorted(str(r["surface"]) for r in tables["cases"]))
+
+
+_JUDGED_TABLES: Final = ("cases", "divergences", "legacy_defects")
+
+
+def groups(shards: Path, keep: Callable[[str], bool]) -> Iterator[Group]:
+    """Every fixture of the shards that ``keep`` keeps, one at a time, in name order
+    (:func:`shadow.shards.scan`: never a whole table in memory)."""
+    for fixture, tables in scan(shards, _JUDGED_TABLES):
+        if keep(fixture):
+            yield _group(fixture, tables)
+
+
 def _rows(shards: Path) -> list[Row]:
-    fx = frame(shards, "fixtures", ["fixture", "status", "digest", "content_key"])
-    return list(zip(fx["fixture"].astype(str), fx["status"].astype(str),
-                    fx["digest"].astype(str), fx["content_key"].astype(str), strict=True))
+    """The ledger's rows (name, status, digest, content key): about 400 bytes a fixture,
+    what the copy rule needs."""
+    return [(str(r["fixture"]), str(r["status"]), str(r["digest"]), str(r["content_key"]))
+            for _, t in scan(shards, ("fixtures",)) for r in t["fixtures"]]
 
 
 def _kept_names(shards: Path) -> set[str]:
@@ -161,12 +205,26 @@ def _kept_names(shards: Path) -> set[str]:
     return {r[0] for r in rows} - set(copies_of(rows))
 
 
-def _digest_of(shards: Path, names: set[str]) -> str:
+def _stream_digest(shards: Path, keep: Callable[[str], bool], comparisons: int) -> str:
+    """:func:`shadow.evidence.results_digest` of the kept fixtures' raw rows, streamed: each
+    list a :class:`shadow.spill.Stream` over the shards, hashed as it is read."""
     from shadow.evidence import results_digest
+    from shadow.spill import Stream
 
-    divs, defects, cases, comparisons = _raw(shards, names)
-    return results_digest([d.to_wire() for d in divs], [d.to_wire() for d in defects],
-                          cases, comparisons)
+    def cases() -> Iterator[list[str]]:
+        return ([g.fixture, s] for g in groups(shards, keep) for s in g.surfaces)
+
+    def wires(attr: str) -> Callable[[], Iterator[dict[str, Any]]]:
+        return lambda: (d.to_wire() for g in groups(shards, keep) for d in getattr(g, attr))
+
+    return results_digest(Stream(wires("divergences")), Stream(wires("legacy_defects")),
+                          Stream(cases), comparisons)
+
+
+def _digest_of(shards: Path, names: set[str]) -> str:
+    comparisons = sum(int(r["comparisons"]) for fx, t in scan(shards, ("fixtures",))
+                      if fx in names for r in t["fixtures"])
+    return _stream_digest(shards, names.__contains__, comparisons)
 
 
 def results_digest_of(results: Sequence[UnitResult]) -> str:
@@ -181,51 +239,42 @@ def results_digest_of(results: Sequence[UnitResult]) -> str:
                           cases, sum(r.comparisons for r in results))
 
 
-def _raw(shards: Path, names: set[str] | None) -> tuple[list[Divergence], list[Divergence],
-                                                        list[tuple[str, str]], int]:
-    def only(df: Any) -> Any:
-        return df if names is None else df[df["fixture"].isin(names)]
-
-    divs = sorted((_divergence(w) for w in only(frame(shards, "divergences"))["wire"]),
-                  key=lambda d: d.sort_key)
-    defects = sorted((_divergence(w) for w in only(frame(shards, "legacy_defects"))["wire"]),
-                     key=lambda d: d.sort_key)
-    cf = only(frame(shards, "cases")).sort_values(["fixture", "surface"], kind="stable")
-    cases = list(zip(cf["fixture"].astype(str), cf["surface"].astype(str), strict=True))
-    fx = only(frame(shards, "fixtures", ["fixture", "comparisons"]))
-    return divs, defects, cases, int(fx["comparisons"].sum())
-
-
 def reduce_shards(shards: Path, ledger: CorpusLedger,
                   projections: Sequence[Projection] = ()) -> Reduced:
-    """Everything the judgement needs from the shards; the corpus-wide rules are
-    ``ledger``'s (fed by the stream), decided over the shards' ``fixtures`` table."""
-    from shadow.evidence import results_digest
-
+    """What the judgement needs from the shards, in bounded memory; the corpus-wide rules
+    are ``ledger``'s (fed by the stream), decided over the shards' ``fixtures`` table."""
     rows = _rows(shards)
-    q = frame(shards, "quarantine").sort_values("fixture", kind="stable")
     status = {name: st for name, st, _, _ in rows}
     errors: list[FixtureError] = []
     # a scenario without its cassette was loaded (it counts in the corpus digest) and is
     # quarantined after the digest (the cassette rule of the map step)
     nocas: list[FixtureError] = []
-    for f, s, p, e, g in zip(q["fixture"], q["source"], q["pointer"], q["expected"],
-                             q["got"], strict=True):
-        (nocas if status.get(f) == "no_cassette" else errors).append(FixtureError(s, p, e, g))
+    for _, t in scan(shards, ("quarantine",)):
+        for q in t["quarantine"]:
+            (nocas if status.get(q["fixture"]) == "no_cassette" else errors).append(
+                FixtureError(q["source"], q["pointer"], q["expected"], q["got"]))
     done = ledger.finish(rows, errors, nocas)
-    judged = {name for name, st, _, _ in rows
-              if name not in done.copies and st != "no_cassette"}
-    divs, defects, cases, comparisons = _raw(shards, judged)
-    nf = frame(shards, "noise")
-    nf = nf[nf["fixture"].isin(judged)]
-    noise = {str(rid): (len(g), int(g["values"].sum()))
-             for rid, g in nf.groupby("rule", sort=True)}
-    replay = results_digest([d.to_wire() for d in divs], [d.to_wire() for d in defects],
-                            cases, comparisons)
-    fx = frame(shards, "fixtures")
-    scen = fx[fx["fixture"].isin(done.scenarios)]
-    return Reduced(divs, defects, comparisons, cases,
-                   int((scen["status"] != "no_cassette").sum()), list(done.quarantined),
-                   done.digest, int(scen["synthetic"].astype(bool).sum()),
-                   noise, replay, {}, sorted(projections, key=lambda p: (p.fixture,
-                                                                         p.surface)))
+    excluded = frozenset(done.copies) | {name for name, st, _, _ in rows
+                                         if st == "no_cassette"}
+    del status
+
+    def keep(name: str) -> bool:
+        return name not in excluded
+
+    scenarios = set(done.scenarios)
+    comparisons = cases = judged = synthetic = 0
+    noise: dict[str, list[int]] = {}
+    for fx, t in scan(shards, ("fixtures", "cases", "noise")):
+        if keep(fx):
+            comparisons += sum(int(r["comparisons"]) for r in t["fixtures"])
+            cases += len(t["cases"])
+            for r in t["noise"]:
+                n = noise.setdefault(str(r["rule"]), [0, 0])
+                n[0], n[1] = n[0] + 1, n[1] + int(r["values"])
+        if fx in scenarios:
+            judged += sum(1 for r in t["fixtures"] if r["status"] != "no_cassette")
+            synthetic += sum(1 for r in t["fixtures"] if r["synthetic"])
+    return Reduced(shards, keep, comparisons, cases, judged, list(done.quarantined),
+                   done.digest, synthetic, {k: (v[0], v[1]) for k, v in sorted(noise.items())},
+                   _stream_digest(shards, keep, comparisons), {},
+                   sorted(projections, key=lambda p: (p.fixture, p.surface)))

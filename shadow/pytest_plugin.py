@@ -100,7 +100,7 @@ class ShadowCase(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:
         if isinstance(excinfo.value, ShadowCaseFailure):
-            from shadow.reports.tables import case_anchor
+            from shadow.reports.views import case_anchor
 
             level = self.case.get("fail_at") or "a quarantine or NO-GO class only"
             head = (f"{self.fixture} / {self.surface}: fails at phase {self.phase} (fail at "

@@ -28,9 +28,9 @@ folder's listing order does not matter.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -39,14 +39,14 @@ from shadow import candidate as cand_mod
 from shadow import codes as codes_mod
 from shadow import evidence as evidence_mod
 from shadow import intended as intended_mod
-from shadow import noise_rules, outdir, reports
+from shadow import noise_rules, outdir, reports, spill
 from shadow import waivers as waiver_mod
 from shadow.divergence import Divergence, make, with_ids
 from shadow.errors import InputError, UsageError
 from shadow.executors import DEFAULT_FIXTURE_TIMEOUT, MapOptions
 from shadow.gates import policy as policy_mod
 from shadow.gates import rule
-from shadow.mapreduce import Reduced, map_corpus
+from shadow.mapreduce import Group, Reduced, map_corpus
 from shadow.mapstep import MapContext
 
 REPORT_SCHEMA: Final = "shadow-report/v1"
@@ -212,12 +212,15 @@ def execute(opts: RunOptions) -> RunResult:
         with outdir.staged(opts.out) as stage:
             red = map_corpus(source, ctx, mopts, stage.path / ".shards",
                              progress=opts.progress, determinism=opts.determinism)
-            shutil.rmtree(stage.path / ".shards")
             if opts.surfaces and red.scenarios and not red.cases:
                 raise UsageError("--surface " + " ".join(opts.surfaces)
                                  + ": selects no capture of the corpus")
+            # the long lists, in the system's temporary folder (TMPDIR) until the last
+            # reader of the result lets go (docs/scale.md, "Memory")
+            spills = spill.Folder()
             report, evidence = _judge(opts, red, candidate, rules, waiver_list, policy,
-                                      setup, now)
+                                      setup, now, spills)
+            shutil.rmtree(stage.path / ".shards")
             report["noise_rules"] = noise_rules.usage_report(noise, red.noise)
             if opts.record_candidate:  # staged and swapped in whole, as the run folder
                 with outdir.staged(opts.record_candidate, cand_mod.CANDIDATE_FILE,
@@ -226,9 +229,8 @@ def execute(opts: RunOptions) -> RunResult:
                                             red.projections)
                     rec_stage.commit()
             out = stage.path
-            path = out / "report.json"
-            path.write_text(render(report), encoding="utf-8", newline="\n")
-            written = (path, evidence_mod.write(out / "evidence.json", evidence),
+            written = (write(out / "report.json", report),
+                       evidence_mod.write(out / "evidence.json", evidence),
                        *reports.write(out, report, evidence=evidence,
                                       previous=setup.previous))
             final = stage.commit()
@@ -238,20 +240,80 @@ def execute(opts: RunOptions) -> RunResult:
                      paths, evidence)
 
 
+@dataclass
+class _Counts:
+    """What the judgement keeps in memory while the lists stream to their spills: counts
+    bounded by the vocabulary (attributions, reasons, codes)."""
+
+    kept: int = 0
+    blocking: int = 0
+    blocking_codes: set[str] = field(default_factory=set)
+    defects: int = 0
+    failing: int = 0
+    by_attribution: Counter[str] = field(default_factory=Counter)
+    none_reasons: Counter[str] = field(default_factory=Counter)
+
+    def add(self, kept: Sequence[Divergence]) -> None:
+        self.kept += len(kept)
+        for d in kept:
+            self.by_attribution[d.attribution] += 1
+            if d.attribution == "none":
+                self.none_reasons[str(d.detail.get("attribution_reason", ""))] += 1
+            if d.severity == "blocking":
+                self.blocking += 1
+                self.blocking_codes.add(d.reason_code)
+
+
+def _fixtures(red: Reduced, quarantine: Mapping[str, list[Divergence]]
+              ) -> Iterator[tuple[Group, list[Divergence]]]:
+    """The judged fixtures in name order, each with the quarantine findings named after it
+    (a quarantined file's fixture may have no rows at all: it comes in its place)."""
+    pending = sorted(quarantine)
+    i = 0
+    for g in red.groups():
+        while i < len(pending) and pending[i] < g.fixture:
+            yield Group(pending[i], [], [], []), quarantine[pending[i]]
+            i += 1
+        extra: list[Divergence] = []
+        if i < len(pending) and pending[i] == g.fixture:
+            extra, i = quarantine[g.fixture], i + 1
+        yield g, extra
+    for name in pending[i:]:
+        yield Group(name, [], [], []), quarantine[name]
+
+
 def _judge(opts: RunOptions, red: Reduced, candidate: Any,
            rules: Sequence[intended_mod.Rule], waiver_list: Sequence[waiver_mod.Waiver],
-           policy: policy_mod.Policy, setup: Any, now: dt.datetime
+           policy: policy_mod.Policy, setup: Any, now: dt.datetime, spills: Any
            ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Attribute, waive, then let the gate judge every phase on the evidence."""
-    divs = apply_intended(red.divergences, rules)
-    divs = sorted([*divs, *_quarantine(red.quarantined)], key=lambda d: d.sort_key)
-    outcome = waiver_mod.apply(divs, waiver_list, now.date(),
-                               warning_days=policy.waiver_warning_days)
-    kept = list(outcome.kept)
-    blocking = [d for d in kept if d.severity == "blocking"]
-    wires = with_ids([d.to_wire() for d in kept])
-    case_keys = sorted({*red.cases} | {(d.fixture, d.surface) for d in divs})
-    defects = red.legacy_defects
+    """Attribute, waive and judge fixture by fixture (the lists go to ``spills``), then
+    let the gate judge every phase on the evidence."""
+    quarantine: dict[str, list[Divergence]] = {}
+    for d in _quarantine(red.quarantined):
+        quarantine.setdefault(d.fixture, []).append(d)
+    waiving = waiver_mod.Waiving(waiver_list, now.date(),
+                                 warning_days=policy.waiver_warning_days)
+    cases, wires_out, defects_out, rows = (spills.spill(n) for n in (
+        "cases", "divergences", "legacy_defects", "evidence-cases"))
+    n = _Counts()
+    for g, extra in _fixtures(red, quarantine):
+        divs = sorted([*apply_intended(g.divergences, rules), *extra],
+                      key=lambda d: d.sort_key)
+        kept = waiving.split(divs)
+        n.add(kept)
+        wires = with_ids([d.to_wire() for d in kept])
+        keys = sorted({(g.fixture, s) for s in g.surfaces}
+                      | {(d.fixture, d.surface) for d in divs})
+        judged = rule.judge_cases(policy, opts.phase, keys, wires)
+        n.failing += sum(1 for c in judged if c["outcome"] == "fail")
+        defects = with_ids([d.to_wire() for d in g.legacy_defects], "ld")
+        n.defects += len(defects)
+        cases.extend(judged)
+        wires_out.extend(wires)
+        defects_out.extend(defects)
+        rows.extend(evidence_mod.case_summaries({"cases": judged, "divergences": wires}))
+    for sp in (cases, wires_out, defects_out, rows):
+        sp.close()
     report: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
         "verdict": "NO-GO",  # until the ladder below has judged the evidence
@@ -259,23 +321,22 @@ def _judge(opts: RunOptions, red: Reduced, candidate: Any,
         "candidate": {**dict(candidate.identity), "corpus_digest": red.digest,
                       "surfaces": sorted(opts.surfaces)},
         "totals": {"fixtures": red.scenarios + len(red.quarantined),
-                   "comparisons": red.comparisons, "divergences": len(kept),
-                   "blocking": len(blocking), "legacy_defects": len(defects),
-                   "waived": len(outcome.waived), "quarantined": len(red.quarantined)},
-        "blocking_reasons": sorted({d.reason_code for d in blocking}),
-        "cases": rule.judge_cases(policy, opts.phase, case_keys, wires),
-        "divergences": wires,
-        "legacy_defects": with_ids([d.to_wire() for d in defects], "ld"),
-        "waivers": dict(outcome.report),
-        "intended": intended_mod.usage_report(rules, wires, now.date()),
-        "attribution": attribution_counts(kept),
+                   "comparisons": red.comparisons, "divergences": n.kept,
+                   "blocking": n.blocking, "legacy_defects": n.defects,
+                   "waived": waiving.waived, "quarantined": len(red.quarantined)},
+        "blocking_reasons": sorted(n.blocking_codes),
+        "cases": cases,
+        "divergences": wires_out,
+        "legacy_defects": defects_out,
+        "waivers": waiving.report(),
+        "intended": intended_mod.usage_report(rules, wires_out, now.date()),
+        "attribution": _attribution(n.by_attribution, n.none_reasons),
         "generated_at": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     if red.synthetic:
         report["totals"]["synthetic"] = red.synthetic
-    report["totals"]["failing_cases"] = sum(1 for c in report["cases"]
-                                            if c["outcome"] == "fail")
-    evidence = evidence_mod.for_run(setup, report, red.determinism or None)
+    report["totals"]["failing_cases"] = n.failing
+    evidence = evidence_mod.for_run(setup, report, red.determinism or None, cases=rows)
     steps = rule.ladder(policy, evidence_mod.seal(evidence), evidence["environment"]["platform"],
                         now.date())
     verdict = steps[opts.phase]["verdict"]
@@ -311,10 +372,8 @@ def banner(report: Mapping[str, Any], quarantined: Sequence[Any]) -> tuple[str, 
     """The console summary: the same counts as the reports, from the same rule."""
     t, cases = report["totals"], report["cases"]
     by = report["attribution"]["by_attribution"]
-    outcomes = {o: sum(1 for c in cases if c["outcome"] == o)
-                for o in ("fail", "note", "pass", "info")}
-    sev = {s: sum(1 for d in report["divergences"] if d["severity"] == s)
-           for s in codes_mod.SEVERITIES}
+    outcomes = Counter(c["outcome"] for c in cases)  # one pass over each long list
+    sev = Counter(d["severity"] for d in report["divergences"])
     ladder = report.get("ladder", [])
     return (
         f"fixtures: {t['fixtures']} ({t['quarantined']} quarantined), "
@@ -325,7 +384,7 @@ def banner(report: Mapping[str, Any], quarantined: Sequence[Any]) -> tuple[str, 
         f"{outcomes['info']} twin (informational)",
         f"divergences: {t['divergences']} ({t['blocking']} blocking), "
         f"legacy defects: {t['legacy_defects']}, waived: {t['waived']}",
-        "by severity: " + ", ".join(f"{s} {n}" for s, n in sev.items()),
+        "by severity: " + ", ".join(f"{s} {sev[s]}" for s in codes_mod.SEVERITIES),
         f"by attribution: candidate {by.get('candidate', 0) + by.get('both', 0)}, "
         f"baseline {by.get('baseline', 0)}, intended {by.get('intended', 0)}, "
         f"none {by.get('none', 0)}",
@@ -338,16 +397,27 @@ def banner(report: Mapping[str, Any], quarantined: Sequence[Any]) -> tuple[str, 
     )
 
 
-def attribution_counts(divs: Sequence[Divergence]) -> dict[str, Any]:
+def attribution_counts(divs: Iterable[Divergence]) -> dict[str, Any]:
     """Divergences per attribution, and the stated reasons of the unexplained ones."""
-    from collections import Counter
+    n = _Counts()
+    n.add(list(divs))
+    return _attribution(n.by_attribution, n.none_reasons)
 
-    by = Counter(d.attribution for d in divs)
-    reasons = Counter(str(d.detail.get("attribution_reason", "")) for d in divs
-                      if d.attribution == "none")
+
+def _attribution(by: Mapping[str, int], reasons: Mapping[str, int]) -> dict[str, Any]:
     return {"by_attribution": {a: by.get(a, 0) for a in codes_mod.ATTRIBUTIONS},
             "none_reasons": dict(sorted(reasons.items()))}
 
 
-def render(report: dict[str, Any]) -> str:
-    return json.dumps(report, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+def render(report: Mapping[str, Any]) -> str:
+    """``report.json``'s text (a small report; the run streams it: :func:`write`)."""
+    return spill.dumps_pretty(report) + "\n"
+
+
+def write(path: Path, report: Mapping[str, Any]) -> Path:
+    """``report.json``: exactly :func:`render`'s bytes, its long lists streamed from their
+    spills (:mod:`shadow.spill`)."""
+    with path.open("w", encoding="utf-8", newline="\n") as fh:
+        spill.write_pretty(report, fh)
+        fh.write("\n")
+    return path

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
@@ -115,6 +115,58 @@ class WaiverOutcome:
     report: Mapping[str, Any]
 
 
+class Waiving:
+    """:func:`apply` in steps: :meth:`split` takes the divergences a part at a time (a run
+    judges fixture by fixture) and counts what each waiver covered; :meth:`report` gives
+    each waiver's state once every part has been split."""
+
+    def __init__(self, waivers: Sequence[Waiver], today: dt.date,
+                 warning_days: int = WARNING_DAYS) -> None:
+        self.waivers, self.today, self.warning_days = tuple(waivers), today, warning_days
+        self.active = [w for w in waivers if today < w.expires]
+        self.hits: dict[str, int] = {w.id: 0 for w in waivers}
+        self.refused: dict[str, int] = {w.id: 0 for w in waivers}
+        self.waived = 0
+
+    def split(self, divergences: Iterable[Divergence], waived: list[Divergence] | None = None
+              ) -> list[Divergence]:
+        """The divergences no waiver covers (kept); the covered ones go to ``waived``."""
+        kept: list[Divergence] = []
+        for d in divergences:
+            match = next((w for w in self.active if w.selects(d)), None)
+            if match is None:
+                kept.append(d)
+            elif not waivable(d):
+                self.refused[match.id] += 1
+                kept.append(d)
+            else:
+                self.hits[match.id] += 1
+                self.waived += 1
+                if waived is not None:
+                    waived.append(d)
+        return kept
+
+    def report(self) -> dict[str, Any]:
+        hits, refused, today, active = self.hits, self.refused, self.today, self.active
+
+        def counted(w: Waiver) -> dict[str, Any]:
+            return {**w.to_wire(), "divergences": hits[w.id], "refused": refused[w.id]}
+
+        by_id = itemgetter("id")
+        return {
+            "applied": sorted((counted(w) for w in active if hits[w.id]), key=by_id),
+            "refused": sorted((counted(w) for w in active if refused[w.id]), key=by_id),
+            "expired": sorted((w.to_wire() for w in self.waivers if today >= w.expires),
+                              key=by_id),
+            "expiring": sorted(({**w.to_wire(), "days_left": (w.expires - today).days}
+                                for w in active
+                                if (w.expires - today).days <= self.warning_days),
+                               key=by_id),
+            "unused": sorted(({**w.to_wire(), "refused": 0} for w in active
+                              if not hits[w.id] and not refused[w.id]), key=by_id),
+        }
+
+
 def apply(divergences: Sequence[Divergence], waivers: Sequence[Waiver],
           today: dt.date, warning_days: int = WARNING_DAYS) -> WaiverOutcome:
     """Split divergences into kept and waived; report each waiver's state.
@@ -126,35 +178,7 @@ def apply(divergences: Sequence[Divergence], waivers: Sequence[Waiver],
     ``days_left``) and ``unused`` (active, selected nothing at all).  A waiver can be in
     ``applied`` and ``refused`` at once, and an ``expiring`` one is also in one of the
     others."""
-    active = [w for w in waivers if today < w.expires]
-    expired = [w for w in waivers if today >= w.expires]
-    hits: dict[str, int] = {w.id: 0 for w in waivers}
-    refused: dict[str, int] = {w.id: 0 for w in waivers}
-    kept: list[Divergence] = []
+    w = Waiving(waivers, today, warning_days)
     waived: list[Divergence] = []
-    for d in divergences:
-        match = next((w for w in active if w.selects(d)), None)
-        if match is None:
-            kept.append(d)
-        elif not waivable(d):
-            refused[match.id] += 1
-            kept.append(d)
-        else:
-            hits[match.id] += 1
-            waived.append(d)
-
-    def counted(w: Waiver) -> dict[str, Any]:
-        return {**w.to_wire(), "divergences": hits[w.id], "refused": refused[w.id]}
-
-    by_id = itemgetter("id")
-    report = {
-        "applied": sorted((counted(w) for w in active if hits[w.id]), key=by_id),
-        "refused": sorted((counted(w) for w in active if refused[w.id]), key=by_id),
-        "expired": sorted((w.to_wire() for w in expired), key=by_id),
-        "expiring": sorted(({**w.to_wire(), "days_left": (w.expires - today).days}
-                            for w in active if (w.expires - today).days <= warning_days),
-                           key=by_id),
-        "unused": sorted(({**w.to_wire(), "refused": 0} for w in active
-                          if not hits[w.id] and not refused[w.id]), key=by_id),
-    }
-    return WaiverOutcome(tuple(kept), tuple(waived), report)
+    kept = w.split(divergences, waived)
+    return WaiverOutcome(tuple(kept), tuple(waived), w.report())

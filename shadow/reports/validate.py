@@ -22,7 +22,7 @@ allowed (a newer writer may add some).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -54,7 +54,8 @@ class _Check:
         return value  # type: ignore[no-any-return]
 
     def arr(self, value: Any, ptr: str, what: str = "an array") -> list[Any]:
-        if not isinstance(value, list):
+        # a list, or a run's list kept on disk (shadow.spill): any sequence but text
+        if not isinstance(value, Sequence) or isinstance(value, (str, bytes, bytearray)):
             self.fail(ptr, what, value)
         return value  # type: ignore[no-any-return]
 

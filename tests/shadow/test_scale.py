@@ -163,7 +163,7 @@ def _map(source: Path, candidate: Any, tmp: Path, **opts: Any) -> mapreduce.Redu
 
 
 def _crashed(red: mapreduce.Reduced) -> dict[str, str]:
-    return {d.fixture: str(d.detail.get("problem")) for d in red.divergences
+    return {d.fixture: str(d.detail.get("problem")) for d in red.divergences()
             if d.reason_code == "replay.crashed"}
 
 
@@ -173,7 +173,7 @@ def test_a_worker_that_dies_costs_its_fixture_only_process_pool(small: Path,
     red = _map(small, Misbehaving(frozenset({victim}), "exit"), tmp_path, executor="process",
                jobs=2)
     assert _crashed(red) == {victim: "the worker process died"}
-    judged = {f for f, _s in red.cases}
+    judged = {f for f, _s in red.case_keys()}
     assert judged == {p.name for p in small.iterdir()}  # every fixture judged or named
     assert red.scenarios == len(judged)
 
@@ -184,7 +184,7 @@ def test_a_hung_fixture_times_out_and_the_run_goes_on(small: Path, tmp_path: Pat
     red = _map(small, Misbehaving(frozenset({victim}), "hang"), tmp_path, executor="process",
                jobs=2, fixture_timeout=4.0)
     assert _crashed(red) == {victim: "timed out after 4 s"}
-    assert {f for f, _s in red.cases} == {p.name for p in small.iterdir()}
+    assert {f for f, _s in red.case_keys()} == {p.name for p in small.iterdir()}
     assert time.monotonic() - t0 < 120
 
 
@@ -404,7 +404,7 @@ def test_a_localcluster_worker_that_dies_costs_its_fixture_only(small: Path,
     red = _map(small, Misbehaving(frozenset({victim}), "exit"), tmp_path, executor="dask",
                jobs=2)
     assert set(_crashed(red)) == {victim}
-    assert {f for f, _s in red.cases} == {p.name for p in small.iterdir()}
+    assert {f for f, _s in red.case_keys()} == {p.name for p in small.iterdir()}
 
 
 def test_a_dying_worker_in_a_batch_blames_only_the_culprit(small: Path, tmp_path: Path) -> None:
@@ -412,7 +412,7 @@ def test_a_dying_worker_in_a_batch_blames_only_the_culprit(small: Path, tmp_path
     red = _map(small, Misbehaving(frozenset({victim}), "exit"), tmp_path, executor="process",
                jobs=2, batch=4)
     assert _crashed(red) == {victim: "the worker process died"}
-    assert {f for f, _s in red.cases} == {p.name for p in small.iterdir()}
+    assert {f for f, _s in red.case_keys()} == {p.name for p in small.iterdir()}
 
 
 def test_workers_that_cannot_run_the_map_are_one_error_not_a_crash_per_fixture(
