@@ -39,11 +39,15 @@ class Stream(Sequence[Any]):
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
+def result(tmp_path_factory: pytest.TempPathFactory) -> Any:
     out = tmp_path_factory.mktemp("views") / "run"
-    res = execute(RunOptions(fixtures=str(ROOT / "fixtures"), out=str(out), now=NOW,
-                             determinism=False))
-    return res.report, res.evidence
+    return execute(RunOptions(fixtures=str(ROOT / "fixtures"), out=str(out), now=NOW,
+                              determinism=False))
+
+
+@pytest.fixture(scope="module")
+def run(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    return result.report, result.evidence
 
 
 def test_a_streamed_report_renders_the_same_bytes(run: tuple[dict[str, Any],
@@ -114,3 +118,31 @@ def test_lazy_views_index_and_slice_like_lists() -> None:
     odd = views.filtered(items, lambda x: x["n"] % 2 == 1, 3)
     assert list(odd) == [x for x in items if x["n"] % 2] and len(odd) == 3
     assert repr(lazy) == "Lazy(len=7)"  # never the contents
+
+
+def test_a_run_keeps_its_long_lists_on_disk_and_writes_them_exactly(result: Any) -> None:
+    """ADR 0017: the run's cases, divergences, legacy defects and per-case evidence rows
+    are spills, not lists in memory, and report.json / evidence.json hold exactly what
+    json.dumps of the materialised documents gives (so their digests are unchanged)."""
+    import json
+
+    from shadow import evidence as evidence_mod
+    from shadow.spill import Spill
+
+    report, evidence = result.report, result.evidence
+    for k in LONG:
+        assert isinstance(report[k], Spill) and not isinstance(report[k], list), k
+    assert isinstance(evidence["cases"], Spill)
+    whole = {k: (list(v) if isinstance(v, Spill) else v) for k, v in report.items()}
+    out = result.report_path.parent
+    assert (out / "report.json").read_text(encoding="utf-8") == \
+        json.dumps(whole, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    ev = {k: (list(v) if isinstance(v, Spill) else v) for k, v in evidence.items()}
+    assert (out / "evidence.json").read_text(encoding="utf-8") == \
+        json.dumps(ev, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    assert ev["evidence_digest"] == evidence_mod.evidence_digest(ev)  # over the plain lists
+    assert ev["run"]["results_digest"] == evidence_mod.results_digest(
+        whole["divergences"], whole["legacy_defects"],
+        [(c["fixture"], c["surface"]) for c in whole["cases"]],
+        whole["totals"]["comparisons"])
+

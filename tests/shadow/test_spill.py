@@ -359,3 +359,49 @@ def test_a_50k_element_spill_streams_in_bounded_memory(tmp_path: Path) -> None:
     assert peak < 1_000_000  # a few chunks, never the ~5 MB of elements
     whole = {"cases": list(s), "schema": "shadow-evidence/v1"}
     assert "sha256:" + h.hexdigest() == evidence_digest(whole)
+
+
+# --------------------------------------------------------------------------- Stream, Folder
+
+
+def test_a_stream_is_spliced_as_the_list_it_yields() -> None:
+    import shadow.spill as spill_mod
+
+    rows = [{"fixture": f"f{i}", "n": i} for i in range(5)]
+    calls: list[int] = []
+
+    def make() -> Any:
+        calls.append(1)
+        return iter(rows)
+
+    stream = spill_mod.Stream(make, len(rows))
+    doc = {"cases": stream, "schema": "v1"}
+    assert is_spliced(doc) and len(stream) == 5 and list(stream) == rows
+    assert dumps_pretty(doc) == json.dumps({"cases": rows, "schema": "v1"}, sort_keys=True,
+                                           indent=1, ensure_ascii=False)
+    assert b"".join(iter_canonical(doc)) == canonical({"cases": rows, "schema": "v1"})
+    assert len(spill_mod.Stream(make)) == 5  # no length given: one counting pass
+    assert repr(spill_mod.Stream(make)) == "Stream(len=?)" and list(reversed(stream)) == \
+        rows[::-1]
+
+
+def test_a_folder_lives_as_long_as_its_last_spill() -> None:
+    import gc
+
+    import shadow.spill as spill_mod
+
+    folder = spill_mod.Folder()
+    path = folder.path
+    sp = folder.spill("cases")
+    sp.extend([1, 2, 3])
+    sp.close()
+    del folder
+    gc.collect()
+    assert path.is_dir() and list(sp) == [1, 2, 3]  # the spill keeps its folder
+    del sp
+    gc.collect()
+    assert not path.exists()
+    other = spill_mod.Folder()
+    other.spill("x").close()
+    other.cleanup()
+    assert not other.path.exists()
