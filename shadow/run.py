@@ -42,6 +42,7 @@ from shadow import intended as intended_mod
 from shadow import noise_rules, outdir, reports, spill
 from shadow import waivers as waiver_mod
 from shadow.divergence import Divergence, make, with_ids
+from shadow.divergence.ids import IdCheck
 from shadow.errors import InputError, UsageError
 from shadow.executors import DEFAULT_FIXTURE_TIMEOUT, MapOptions
 from shadow.gates import policy as policy_mod
@@ -218,22 +219,26 @@ def execute(opts: RunOptions) -> RunResult:
             # the long lists, in the system's temporary folder (TMPDIR) until the last
             # reader of the result lets go (docs/scale.md, "Memory")
             spills = spill.Folder()
-            report, evidence = _judge(opts, red, candidate, rules, waiver_list, policy,
-                                      setup, now, spills)
-            shutil.rmtree(stage.path / ".shards")
-            report["noise_rules"] = noise_rules.usage_report(noise, red.noise)
-            if opts.record_candidate:  # staged and swapped in whole, as the run folder
-                with outdir.staged(opts.record_candidate, cand_mod.CANDIDATE_FILE,
-                                   "--record-candidate") as rec_stage:
-                    cand_mod.write_recorded(rec_stage.path, candidate.identity,
-                                            red.projections)
-                    rec_stage.commit()
-            out = stage.path
-            written = (write(out / "report.json", report),
-                       evidence_mod.write(out / "evidence.json", evidence),
-                       *reports.write(out, report, evidence=evidence,
-                                      previous=setup.previous))
-            final = stage.commit()
+            try:
+                report, evidence = _judge(opts, red, candidate, rules, waiver_list, policy,
+                                          setup, now, spills)
+                shutil.rmtree(stage.path / ".shards")
+                report["noise_rules"] = noise_rules.usage_report(noise, red.noise)
+                if opts.record_candidate:  # staged and swapped in whole, as the run folder
+                    with outdir.staged(opts.record_candidate, cand_mod.CANDIDATE_FILE,
+                                       "--record-candidate") as rec_stage:
+                        cand_mod.write_recorded(rec_stage.path, candidate.identity,
+                                                red.projections)
+                        rec_stage.commit()
+                out = stage.path
+                written = (write(out / "report.json", report),
+                           evidence_mod.write(out / "evidence.json", evidence),
+                           *reports.write(out, report, evidence=evidence,
+                                          previous=setup.previous))
+                final = stage.commit()
+            except BaseException:  # a failed run leaves no spill behind
+                spills.cleanup()
+                raise
     paths = tuple(final / p.name for p in written)
     return RunResult(report["verdict"], final / "report.json", report,
                      (*banner(report, red.quarantined), *(f"report: {p}" for p in paths)),
@@ -282,6 +287,23 @@ def _fixtures(red: Reduced, quarantine: Mapping[str, list[Divergence]]
         yield Group(name, [], [], []), quarantine[name]
 
 
+def _unique(check: IdCheck, wires: Any, cases: Any, spills: Any) -> tuple[Any, Any]:
+    """The ids the whole list would get, when two fixtures' divergences share a base id
+    (:mod:`shadow.divergence.ids`; rare): both lists rewritten once, renamed."""
+    shared = check.shared()
+    if not shared:
+        return wires, cases
+    renamed = spills.spill(f"{check.prefix}-unique")
+    renamed.extend(check.renumber(wires, shared))
+    renamed.close()
+    if cases is None:
+        return renamed, None
+    judged = spills.spill("cases-unique")
+    judged.extend(check.rename_case(c) for c in cases)
+    judged.close()
+    return renamed, judged
+
+
 def _judge(opts: RunOptions, red: Reduced, candidate: Any,
            rules: Sequence[intended_mod.Rule], waiver_list: Sequence[waiver_mod.Waiver],
            policy: policy_mod.Policy, setup: Any, now: dt.datetime, spills: Any
@@ -296,17 +318,20 @@ def _judge(opts: RunOptions, red: Reduced, candidate: Any,
     cases, wires_out, defects_out, rows = (spills.spill(n) for n in (
         "cases", "divergences", "legacy_defects", "evidence-cases"))
     n = _Counts()
+    ids, defect_ids = IdCheck("d"), IdCheck("ld")
     for g, extra in _fixtures(red, quarantine):
         divs = sorted([*apply_intended(g.divergences, rules), *extra],
                       key=lambda d: d.sort_key)
         kept = waiving.split(divs)
         n.add(kept)
         wires = with_ids([d.to_wire() for d in kept])
+        ids.add(wires)
         keys = sorted({(g.fixture, s) for s in g.surfaces}
                       | {(d.fixture, d.surface) for d in divs})
         judged = rule.judge_cases(policy, opts.phase, keys, wires)
         n.failing += sum(1 for c in judged if c["outcome"] == "fail")
         defects = with_ids([d.to_wire() for d in g.legacy_defects], "ld")
+        defect_ids.add(defects)
         n.defects += len(defects)
         cases.extend(judged)
         wires_out.extend(wires)
@@ -314,6 +339,8 @@ def _judge(opts: RunOptions, red: Reduced, candidate: Any,
         rows.extend(evidence_mod.case_summaries({"cases": judged, "divergences": wires}))
     for sp in (cases, wires_out, defects_out, rows):
         sp.close()
+    wires_out, cases = _unique(ids, wires_out, cases, spills)
+    defects_out, _ = _unique(defect_ids, defects_out, None, spills)
     report: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
         "verdict": "NO-GO",  # until the ladder below has judged the evidence

@@ -283,13 +283,24 @@ class Folder:
             Path(parent).mkdir(parents=True, exist_ok=True)
         self.path = Path(tempfile.mkdtemp(prefix=".shadow-spill-", dir=parent))
         self._done = weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
+        self._made: list[weakref.ref[Spill]] = []
 
     def spill(self, name: str) -> Spill:
         """A new spill file ``name.jsonl`` in this folder, keeping the folder alive."""
-        return Spill(self.path / f"{name}.jsonl", owner=self)
+        import weakref
+
+        made = Spill(self.path / f"{name}.jsonl", owner=self)
+        self._made.append(weakref.ref(made))
+        return made
 
     def cleanup(self) -> None:
-        """Remove the folder now (its spills can no longer be read)."""
+        """Close every spill still open and remove the folder now (its spills can no
+        longer be read): what a run that failed does, so that nothing is left behind —
+        on Windows an open file could not be removed."""
+        for ref in self._made:
+            made = ref()
+            if made is not None:
+                made.close()
         self._done()
 
 
