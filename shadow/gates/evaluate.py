@@ -188,11 +188,13 @@ class _Judge:
 
     # -- 2. every phase --------------------------------------------------------------------
     def every_phase(self) -> None:
-        nogo = {code: list(where) for code, where in self.m.stats.nogo.items()}
+        stats = self.m.stats
+        nogo = {code: list(where) for code, where in stats.nogo.items()}
         for code, where in sorted(nogo.items()):
+            n = stats.count(f"nogo:{code}", where)
             self.add(None, f"nogo:{code}", "fail",
-                     f"§16 NO-GO class {code} attributed to the candidate in {len(where)} "
-                     f"case(s): {', '.join(where[:5])}{' …' if len(where) > 5 else ''}",
+                     f"§16 NO-GO class {code} attributed to the candidate in {n} "
+                     f"case(s): {', '.join(where[:5])}{' …' if n > 5 else ''}",
                      "policy.nogo_class", {"reason_code": code, "cases": where})
         if not nogo:
             self.add(None, "nogo", "pass", "no §16 NO-GO class attributed to the candidate")
@@ -243,7 +245,8 @@ class _Judge:
             code = "unclassified" if name == "divergences.classified" else "shadow.side_effect"
             where = list(m.stats.cases_with(code))
             if where:
-                self.add(ph.phase, name, "fail", f"{code} in {len(where)} case(s): "
+                self.add(ph.phase, name, "fail", f"{code} in "
+                         f"{m.stats.count(f'code:{code}', where)} case(s): "
                          + ", ".join(where[:5]), "policy.check_failed", {"cases": where})
             else:
                 self.add(ph.phase, name, "pass", f"no {code} divergence")
@@ -251,7 +254,7 @@ class _Judge:
             where = list(m.stats.blocking)
             if where:
                 self.add(ph.phase, name, "fail", f"unwaived blocking divergences in "
-                         f"{len(where)} case(s): " + ", ".join(where[:5]),
+                         f"{m.stats.count('blocking', where)} case(s): " + ", ".join(where[:5]),
                          "policy.check_failed", {"cases": where})
             else:
                 self.add(ph.phase, name, "pass", "no unwaived blocking divergence")
@@ -319,13 +322,14 @@ class _Judge:
 
 
 def evaluate(policy: Policy, files: Sequence[EvidenceFile], phase: int, *,
-             platforms: Sequence[str] | None = None, today: dt.date | None = None
-             ) -> GateResult:
-    """Judge ``files`` for ``phase`` (and every phase it inherits)."""
+             platforms: Sequence[str] | None = None, today: dt.date | None = None,
+             names: int | None = None) -> GateResult:
+    """Judge ``files`` for ``phase`` (and every phase it inherits); ``names`` caps the case
+    names each reason's detail lists (its message and counts are the same)."""
     if phase not in policy.phases:
         raise ValueError(f"phase must be one of {sorted(policy.phases)}")
     required = tuple(platforms) if platforms else policy.platforms
-    merged = merge(files, exclude_surfaces=policy.exclude_surfaces)
+    merged = merge(files, exclude_surfaces=policy.exclude_surfaces, names=names)
     judge = _Judge(policy, merged, required, today or dt.datetime.now(dt.UTC).date())
     identity = judge.binding()
     judge.every_phase()

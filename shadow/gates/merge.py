@@ -306,6 +306,14 @@ class CaseStats:
     #: top surface -> per severity rank r, the fixtures of :attr:`fixtures` with a judged
     #: case whose worst is at or above ``SEVERITIES[r]``
     failing: Mapping[str, tuple[int, ...]]
+    #: how many cases each list above names in all (its length, unless the merge kept
+    #: only the first ``names`` of each: :func:`merge`)
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+    def count(self, key: str, listed: Sequence[str]) -> int:
+        """The number of cases of the list ``key`` (``nogo:CODE``, ``code:CODE`` or
+        ``blocking``), of which ``listed`` are the first."""
+        return self.counts.get(key, len(listed))
 
     def judged(self, surface: str) -> int:
         """Fixtures with a judged case of top surface ``surface``."""
@@ -327,8 +335,10 @@ class CaseStats:
 class _Reducer:
     """Folds merged cases, in (fixture, surface) order, into a :class:`CaseStats`."""
 
-    def __init__(self, exclude_surfaces: Sequence[str]) -> None:
+    def __init__(self, exclude_surfaces: Sequence[str], names: int | None = None) -> None:
         self.exclude = tuple(exclude_surfaces)
+        self.names = names  # keep at most this many names per list (None: all)
+        self.counts: dict[str, int] = {}
         self.tops: dict[str, str | None] = {}  # surface -> its top surface if judged
         self.nogo: dict[str, list[str]] = {}
         self.with_code: dict[str, list[str]] = {c: [] for c in NAMED_CODES}
@@ -361,16 +371,21 @@ class _Reducer:
         self.last = (fx, sf)
         name = f"{fx}/{sf}"
         for code in sorted(c["nogo"]):
-            self.nogo.setdefault(code, []).append(name)
+            self._name(f"nogo:{code}", self.nogo.setdefault(code, []), name)
         for code, where in self.with_code.items():
             if c["by_code"].get(code):
-                where.append(name)
+                self._name(f"code:{code}", where, name)
         if c["worst"] == "blocking":
-            self.blocking.append(name)
+            self._name("blocking", self.blocking, name)
         top = self.top(sf)
         if top is not None:
             rank = _CLEAN if c["worst"] == "clean" else codes.severity_rank(c["worst"])
             self.ranks[top] = min(rank, self.ranks.get(top, _CLEAN))
+
+    def _name(self, key: str, where: list[str], name: str) -> None:
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if self.names is None or len(where) < self.names:
+            where.append(name)
 
     def result(self) -> CaseStats:
         self.flush()
@@ -379,14 +394,17 @@ class _Reducer:
             with_code={k: tuple(v) for k, v in self.with_code.items()},
             blocking=tuple(self.blocking),
             fixtures=dict(sorted(self.fixtures.items())),
-            failing={k: tuple(v) for k, v in sorted(self.failing.items())})
+            failing={k: tuple(v) for k, v in sorted(self.failing.items())},
+            counts=dict(sorted(self.counts.items())))
 
 
 def reduce_cases(cases: Iterable[Mapping[str, Any]],
-                 exclude_surfaces: Sequence[str] = ()) -> CaseStats:
+                 exclude_surfaces: Sequence[str] = (), names: int | None = None
+                 ) -> CaseStats:
     """One pass over merged cases (as :func:`merged_cases` yields them) -> :class:`CaseStats`;
-    a case of a surface matching an ``exclude_surfaces`` glob is not judged by the rates."""
-    reducer = _Reducer(exclude_surfaces)
+    a case of a surface matching an ``exclude_surfaces`` glob is not judged by the rates;
+    ``names`` caps each list of case names (the counts stay exact)."""
+    reducer = _Reducer(exclude_surfaces, names)
     for c in cases:
         reducer.add(c)
     return reducer.result()
@@ -419,10 +437,13 @@ class Merged:
         return out
 
 
-def merge(files: Sequence[EvidenceFile], *, exclude_surfaces: Sequence[str] = ()) -> Merged:
+def merge(files: Sequence[EvidenceFile], *, exclude_surfaces: Sequence[str] = (),
+          names: int | None = None) -> Merged:
     """Merge ``files`` in one pass over each file's cases.  ``exclude_surfaces`` are the
-    policy's globs of surfaces the rate rules do not judge (:attr:`CaseStats.fixtures`)."""
-    stats = reduce_cases(merged_cases(files), exclude_surfaces)
+    policy's globs of surfaces the rate rules do not judge (:attr:`CaseStats.fixtures`);
+    ``names`` keeps only the first names of each list of cases (``shadow run``'s ladder,
+    which shows a few: its memory then does not grow with the failing cases)."""
+    stats = reduce_cases(merged_cases(files), exclude_surfaces, names)
     checks: dict[str, dict[str, Any]] = {}
     for f in files:
         for name, c in f.doc["checks"].items():

@@ -31,6 +31,7 @@ from shadow.gates.merge import parse
 from shadow.gates.policy import Policy
 
 TOP_REASONS = 5
+NAMES = 8  # case names kept per list by the ladder's merge (messages show 5, actions 3)
 
 
 def informational(policy: Policy, surface: str) -> bool:
@@ -122,7 +123,11 @@ def ladder(policy: Policy, evidence: Mapping[str, Any], platform: str,
     files = [parse(evidence, src)]
     out: list[dict[str, Any]] = []
     for n in sorted(policy.phases):
-        res: GateResult = evaluate(policy, files, n, platforms=(platform,), today=today)
+        # the ladder shows a reason's message and a few of its cases (_action): the merge
+        # keeps the first NAMES of each list of cases, so a candidate failing everywhere
+        # costs no memory per case
+        res: GateResult = evaluate(policy, files, n, platforms=(platform,), today=today,
+                                   names=NAMES)
         reasons = [r.to_wire() for r in res.reasons]
         actions: list[str] = []
         for r in reasons:

@@ -171,6 +171,29 @@ def test_the_gate_reports_what_the_dict_of_every_case_gives(
         assert (checks["baseline.captures"].status == "missing") is bool(missing)
 
 
+@settings(max_examples=60, deadline=None)
+@given(files=evidence_files(), exclude=st.sampled_from(EXCLUDES), phase=st.integers(0, 5),
+       names=st.integers(5, 8))  # messages name 5 cases
+def test_a_merge_keeping_a_few_names_gives_the_same_messages_and_actions(
+        files: list[EvidenceFile], exclude: tuple[str, ...], phase: int, names: int) -> None:
+    """shadow run's ladder keeps the first few case names of each list (rule.NAMES): its
+    reasons' messages, requirements and release-manager actions are the full merge's,
+    and each list it keeps is the full list's beginning."""
+    from shadow.gates import rule
+
+    pol = _policy(exclude)
+    full = evaluate(pol, files, phase, platforms=("linux",), today=DAY)
+    few = evaluate(pol, files, phase, platforms=("linux",), today=DAY, names=names)
+    assert [(r.code, r.requirement, r.message) for r in few.reasons] == \
+        [(r.code, r.requirement, r.message) for r in full.reasons]
+    assert [rule._action(r.to_wire(), pol) for r in few.reasons] == \
+        [rule._action(r.to_wire(), pol) for r in full.reasons]
+    for a, b in zip(few.reasons, full.reasons, strict=True):
+        if "cases" in b.detail:
+            assert b.detail["cases"][:names] == a.detail["cases"]
+    assert few.requirements == full.requirements and few.surfaces == full.surfaces
+
+
 # -- the order of the rows ------------------------------------------------------------------
 
 def _sealed(rows: list[dict[str, Any]]) -> dict[str, Any]:
