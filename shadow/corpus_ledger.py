@@ -93,6 +93,13 @@ class CorpusLedger:
                 f for f in self.listed[unit.name] if self.source.has_file(unit, f))
         return True
 
+    def release(self) -> None:
+        """After :meth:`finish`: let go of the per-name records (a name per scenario seen)
+        — the decision is made, and the reduce that follows should not carry them."""
+        self.origin_of.clear()
+        self.members.clear()
+        self.listed.clear()
+
     def finish(self, rows: Iterable[Row], errors: Iterable[FixtureError],
                after: Iterable[FixtureError] = ()) -> Ledger:
         """The decision, from every scenario's row and the scenarios' own ``errors``;

@@ -173,24 +173,32 @@ class Group:
     surfaces: list[str]
 
 
+def _sorted(fixture: str, rows: list[dict[str, Any]]) -> list[Divergence]:
+    out = [_divergence(r["wire"]) for r in rows]
+    for d in out:  # the rows are grouped by their fixture column: the wire must agree
+        if d.fixture != fixture:
+            raise ValueError(f"a result row of {fixture!r} holds a divergence of "
+                             f"{d.fixture!r}: the run's shards are inconsistent")
+    return sorted(out, key=lambda d: d.sort_key)
+
+
 def _group(fixture: str, tables: dict[str, list[dict[str, Any]]]) -> Group:
-    return Group(fixture,
-                 sorted((_divergence(r["wire"]) for r in tables["divergences"]),
-                        key=lambda d: d.sort_key),
-                 sorted((_divergence(r["wire"]) for r in tables["legacy_defects"]),
-                        key=lambda d: d.sort_key),
-                 sorted(str(r["surface"]) for r in tables["cases"]))
+    return Group(fixture, _sorted(fixture, tables.get("divergences", [])),
+                 _sorted(fixture, tables.get("legacy_defects", [])),
+                 sorted(str(r["surface"]) for r in tables.get("cases", [])))
 
 
 _JUDGED_TABLES: Final = ("cases", "divergences", "legacy_defects")
 
 
-def groups(shards: Path, keep: Callable[[str], bool]) -> Iterator[Group]:
+def groups(shards: Path, keep: Callable[[str], bool],
+           tables: Sequence[str] = _JUDGED_TABLES) -> Iterator[Group]:
     """Every fixture of the shards that ``keep`` keeps, one at a time, in name order
-    (:func:`shadow.shards.scan`: never a whole table in memory)."""
-    for fixture, tables in scan(shards, _JUDGED_TABLES):
+    (:func:`shadow.shards.scan`: never a whole table in memory); only ``tables`` are read
+    (the others' lists are empty)."""
+    for fixture, rows in scan(shards, tables):
         if keep(fixture):
-            yield _group(fixture, tables)
+            yield _group(fixture, rows)
 
 
 def _rows(shards: Path) -> list[Row]:
@@ -212,10 +220,11 @@ def _stream_digest(shards: Path, keep: Callable[[str], bool], comparisons: int) 
     from shadow.spill import Stream
 
     def cases() -> Iterator[list[str]]:
-        return ([g.fixture, s] for g in groups(shards, keep) for s in g.surfaces)
+        return ([g.fixture, s] for g in groups(shards, keep, ("cases",)) for s in g.surfaces)
 
     def wires(attr: str) -> Callable[[], Iterator[dict[str, Any]]]:
-        return lambda: (d.to_wire() for g in groups(shards, keep) for d in getattr(g, attr))
+        return lambda: (d.to_wire() for g in groups(shards, keep, (attr,))
+                        for d in getattr(g, attr))
 
     return results_digest(Stream(wires("divergences")), Stream(wires("legacy_defects")),
                           Stream(cases), comparisons)
@@ -254,9 +263,10 @@ def reduce_shards(shards: Path, ledger: CorpusLedger,
             (nocas if status.get(q["fixture"]) == "no_cassette" else errors).append(
                 FixtureError(q["source"], q["pointer"], q["expected"], q["got"]))
     done = ledger.finish(rows, errors, nocas)
+    ledger.release()
     excluded = frozenset(done.copies) | {name for name, st, _, _ in rows
                                          if st == "no_cassette"}
-    del status
+    del rows, status  # the ledger's rows are not needed past its decision
 
     def keep(name: str) -> bool:
         return name not in excluded
@@ -274,7 +284,9 @@ def reduce_shards(shards: Path, ledger: CorpusLedger,
         if fx in scenarios:
             judged += sum(1 for r in t["fixtures"] if r["status"] != "no_cassette")
             synthetic += sum(1 for r in t["fixtures"] if r["synthetic"])
-    return Reduced(shards, keep, comparisons, cases, judged, list(done.quarantined),
-                   done.digest, synthetic, {k: (v[0], v[1]) for k, v in sorted(noise.items())},
+    quarantined, digest = list(done.quarantined), done.digest
+    del scenarios, done  # names: not needed past the counts
+    return Reduced(shards, keep, comparisons, cases, judged, quarantined, digest, synthetic,
+                   {k: (v[0], v[1]) for k, v in sorted(noise.items())},
                    _stream_digest(shards, keep, comparisons), {},
                    sorted(projections, key=lambda p: (p.fixture, p.surface)))
