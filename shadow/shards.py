@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import importlib.util
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import groupby
@@ -55,6 +56,9 @@ COLUMNS: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
 DEFAULT_BATCH: Final = 2000
 #: rows per Parquet row group, and per batch :func:`scan` reads from a part
 ROW_GROUP: Final = 256
+#: parts a table keeps after :meth:`ShardWriter.close` (:func:`compact`): the files one
+#: scan of one table holds open (macOS allows 256 open files by default, Windows 512)
+MAX_OPEN: Final = 64
 
 
 def parquet_available() -> bool:
@@ -109,24 +113,60 @@ class ShardWriter:
         self._part += 1
 
     def close(self) -> None:
+        """Write the last part, then merge the parts of any table that has more than
+        :data:`MAX_OPEN` (:func:`compact`): a scan never opens more files than that."""
         self.flush()
+        for t in COLUMNS:
+            compact(self.root, t)
 
     def _write(self, table: str, rs: list[dict[str, Any]]) -> None:
         """One part of ``table``: ``rs`` sorted by fixture (stable), as :func:`scan` needs."""
         rs = sorted(rs, key=itemgetter("fixture"))
-        stem = self.root / table / f"part-{self._part:05d}"
-        if self.parquet:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+        _write_rows(self.root / table / f"part-{self._part:05d}", table, rs, self.parquet)
 
-            types = {"str": pa.string(), "bool": pa.bool_(), "int": pa.int64()}
-            schema = pa.schema([(c, types[k]) for c, k in COLUMNS[table]])
-            pq.write_table(pa.Table.from_pylist(rs, schema=schema),
-                           stem.with_suffix(".parquet"), row_group_size=ROW_GROUP)
-            return
-        with stem.with_suffix(".jsonl").open("w", encoding="utf-8", newline="\n") as fh:
-            for r in rs:
-                fh.write(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n")
+
+def _write_rows(stem: Path, table: str, rs: Iterable[dict[str, Any]], parquet: bool) -> None:
+    """Rows (already in fixture order) as one part file, streamed: Parquet row groups of
+    :data:`ROW_GROUP` rows, or JSON Lines."""
+    if parquet:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        types = {"str": pa.string(), "bool": pa.bool_(), "int": pa.int64()}
+        schema = pa.schema([(c, types[k]) for c, k in COLUMNS[table]])
+        with pq.ParquetWriter(stem.with_suffix(".parquet"), schema) as out:
+            it = iter(rs)
+            while chunk := list(itertools.islice(it, ROW_GROUP)):
+                out.write_table(pa.Table.from_pylist(chunk, schema=schema),
+                                row_group_size=ROW_GROUP)
+        return
+    with stem.with_suffix(".jsonl").open("w", encoding="utf-8", newline="\n") as fh:
+        for r in rs:
+            fh.write(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def compact(root: Path, table: str, fanin: int | None = None) -> None:
+    """Merge ``table``'s parts, ``fanin`` (default :data:`MAX_OPEN`) at a time, until at
+    most ``fanin`` remain — each merged part is its parts' rows in (fixture, part, row)
+    order, so a later scan yields exactly what it would have yielded before."""
+    limit = max(2, fanin or MAX_OPEN)
+    folder = Path(root) / table
+    level = 0
+    while len(parts := _parts(root, table)) > limit:
+        level += 1
+        staging = folder / f".level-{level}"
+        staging.mkdir()
+        cols = [c for c, _ in COLUMNS[table]]
+        for i in range(0, len(parts), limit):
+            chunk = parts[i:i + limit]
+            merged = heapq.merge(*(_sorted_part(p, n, cols) for n, p in enumerate(chunk)))
+            _write_rows(staging / f"part-{i // limit:05d}", table, (k[3] for k in merged),
+                        chunk[0].suffix == ".parquet")
+        for p in parts:
+            p.unlink()
+        for p in sorted(staging.iterdir()):
+            p.rename(folder / p.name)
+        staging.rmdir()
 
 
 def _parts(root: Path, table: str) -> list[Path]:

@@ -239,3 +239,24 @@ def test_scan_reads_every_part_incrementally(tmp_path: Path, parquet: bool,
     assert worst <= n_parts + 12  # about a row per part, plus the next fixture's rows
     if parquet:
         assert batches and max(batches) <= TINY  # one row group per part materialized
+
+
+@pytest.mark.parametrize("parquet", FORMATS, ids=FORMAT_IDS)
+def test_many_parts_are_merged_down_so_a_scan_opens_few_files(
+        tmp_path: Path, parquet: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of 10^6 sessions writes 500 parts a table: ``close`` merges them, MAX_OPEN at a
+    time (here 3, in two levels), and a scan then yields exactly what it yielded before."""
+    units = _many()
+    before = list(shards.scan(_write(tmp_path / "before", units, batch=1, parquet=parquet)))
+    monkeypatch.setattr(shards, "MAX_OPEN", 3)
+    monkeypatch.setattr(shards, "ROW_GROUP", TINY)
+    root = _write(tmp_path / "after", units, batch=1, parquet=parquet)
+    for t in shards.COLUMNS:
+        files = list((root / t).iterdir())
+        assert len(files) <= 3 and all(p.is_file() for p in files), t  # no staging left
+    opened: list[Path] = []
+    real = shards._part_rows
+    monkeypatch.setattr(shards, "_part_rows",
+                        lambda p, cols: (opened.append(p), real(p, cols))[1])
+    assert list(shards.scan(root)) == before == _from_units(units)
+    assert len(opened) <= 3 * 3  # three tables with rows, at most MAX_OPEN parts each
