@@ -94,10 +94,9 @@ def context(report: Mapping[str, Any], *, evidence: Mapping[str, Any] | None = N
                               lambda c: c["surface"].split(".", 1)[0] == name, n)
 
     def blocking(code: str, n: int) -> views.Lazy:
-        return views.filtered(recs, lambda r: r["severity"] == "blocking"
-                              and r["reason_code"] == code, n)
+        return views.records(divs, keep=lambda d: d["severity"] == "blocking"
+                             and d["reason_code"] == code, n=n)
 
-    recs = views.records(divs)
     blocking_groups = [{"code": c, "meaning": codes.get(c).meaning, "nogo": codes.get(c).nogo,
                         "anchor": views.code_anchor(c), "items": blocking(c, n)}
                        for c, n in sorted(tally.blocking.items())]

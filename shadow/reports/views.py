@@ -104,9 +104,15 @@ class Lazy(Sequence[Any]):
         return f"Lazy(len={self._n})"
 
 
-def records(seq: Sequence[Mapping[str, Any]], prefix: str = "d") -> Lazy:
-    """``record`` of every element of ``seq``, lazily."""
-    return Lazy(lambda: (record(i, d, prefix) for i, d in enumerate(seq, 1)), len(seq))
+def records(seq: Sequence[Mapping[str, Any]], prefix: str = "d", *,
+            keep: Callable[[Mapping[str, Any]], bool] | None = None,
+            n: int | None = None) -> Lazy:
+    """``record`` of every element of ``seq`` (numbered in ``seq``), lazily — only those
+    ``keep`` keeps, when given (``n`` of them), each filtered before it is made."""
+    if keep is None:
+        return Lazy(lambda: (record(i, d, prefix) for i, d in enumerate(seq, 1)), len(seq))
+    return Lazy(lambda: (record(i, d, prefix) for i, d in enumerate(seq, 1) if keep(d)),
+                n if n is not None else sum(1 for d in seq if keep(d)))
 
 
 def by_fixture(seq: Sequence[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], Any]
