@@ -146,3 +146,22 @@ def test_a_run_keeps_its_long_lists_on_disk_and_writes_them_exactly(result: Any)
         [(c["fixture"], c["surface"]) for c in whole["cases"]],
         whole["totals"]["comparisons"])
 
+
+
+def test_a_run_that_fails_leaves_no_spill_behind(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+
+    def broken(*a: Any, **k: Any) -> Any:
+        raise RuntimeError("the disk filled up")
+
+    monkeypatch.setattr(reports, "write", broken)
+    with pytest.raises(RuntimeError, match="disk"):
+        execute(RunOptions(fixtures=str(ROOT / "fixtures"), out=str(tmp_path / "run"),
+                           now=NOW, determinism=False))
+    assert list(temp.iterdir()) == []  # the spills were closed and removed
+    assert not (tmp_path / "run").exists()  # and no run folder was swapped in
