@@ -160,8 +160,11 @@ def test_a_run_that_fails_leaves_no_spill_behind(tmp_path: Path,
         raise RuntimeError("the disk filled up")
 
     monkeypatch.setattr(reports, "write", broken)
-    with pytest.raises(RuntimeError, match="disk"):
+    with pytest.raises(RuntimeError, match="disk") as failure:
         execute(RunOptions(fixtures=str(ROOT / "fixtures"), out=str(tmp_path / "run"),
                            now=NOW, determinism=False))
+    # removed by the run itself, not by garbage collection: the traceback still holds
+    # every frame of the failed run (and so its spills)
+    assert failure.tb is not None
     assert list(temp.iterdir()) == []  # the spills were closed and removed
     assert not (tmp_path / "run").exists()  # and no run folder was swapped in
