@@ -71,11 +71,14 @@ def ensure_dir(path: str | Path, what: str) -> Path:
     return p
 
 
-def check_target(out: Path, marker: str = MARKER, what: str = "--out") -> None:
+def check_target(out: Path, marker: str = MARKER, what: str = "--out",
+                 kind: str = "run") -> None:
+    """``out`` may be replaced: absent, empty, or an earlier ``kind``'s folder (it holds
+    ``marker``)."""
     if out.exists() and not out.is_dir():
-        raise InputError(out, "", f"{what}: a folder for the run's files", "a file")
+        raise InputError(out, "", f"{what}: a folder for the {kind}'s files", "a file")
     if out.is_dir() and any(out.iterdir()) and not (out / marker).is_file():
-        raise InputError(out, "", f"{what}: an empty folder or an earlier run's folder "
+        raise InputError(out, "", f"{what}: an empty folder or an earlier {kind}'s folder "
                          f"(holding {marker})", "a folder of other files (not replaced)")
 
 
@@ -112,7 +115,8 @@ class Staged:
 
 
 @contextlib.contextmanager
-def staged(out: str | Path, marker: str = MARKER, what: str = "--out") -> Iterator[Staged]:
+def staged(out: str | Path, marker: str = MARKER, what: str = "--out",
+           kind: str = "run") -> Iterator[Staged]:
     """Lock ``out``, yield a fresh staging folder; remove it if the run does not commit.
 
     A symlinked ``out`` is resolved first, so two runs through two links to one folder
@@ -120,28 +124,29 @@ def staged(out: str | Path, marker: str = MARKER, what: str = "--out") -> Iterat
     target = Path(out)
     if target.is_symlink() or any(p.is_symlink() for p in target.parents):
         target = target.resolve()
-    check_target(target, marker, what)
+    check_target(target, marker, what, kind)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(target.parent / f".{target.name}.lock"), timeout=0)
     except OSError as exc:
-        raise InputError(target, "", "--out: a writable folder",
+        raise InputError(target, "", f"{what}: a writable folder",
                          f"not writable ({type(exc).__name__})") from None
     try:
         lock.acquire()
     except Timeout:
-        raise UsageError(f"{what} {target.as_posix()}: another shadow run is writing into this "
-                         "folder (lock held); wait for it or choose another --out") from None
+        raise UsageError(f"{what} {target.as_posix()}: another shadow {kind} is writing into "
+                         f"this folder (lock held); wait for it or choose another {what}"
+                         ) from None
     except OSError as exc:
-        raise InputError(target, "", "--out: a writable folder",
+        raise InputError(target, "", f"{what}: a writable folder",
                          f"not writable ({type(exc).__name__})") from None
     try:
         recover(target)
-        check_target(target, marker, what)
+        check_target(target, marker, what, kind)
         try:
             stage = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
         except OSError as exc:
-            raise InputError(target, "", "--out: a writable folder",
+            raise InputError(target, "", f"{what}: a writable folder",
                              f"not writable ({type(exc).__name__})") from None
         run = Staged(target, stage)
         try:

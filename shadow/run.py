@@ -155,7 +155,8 @@ def _check_options(opts: RunOptions) -> None:
             if rec == other or other in rec.parents or rec in other.parents:
                 raise UsageError(f"--record-candidate {opts.record_candidate}: the same "
                                  f"folder as {name}, or inside or around it")
-        outdir.check_target(rec, cand_mod.CANDIDATE_FILE, "--record-candidate")
+        outdir.check_target(rec, cand_mod.CANDIDATE_FILE, "--record-candidate",
+                            "recorded candidate")
         outdir.ensure_dir(rec.parent, "--record-candidate")
 
 
@@ -226,7 +227,8 @@ def execute(opts: RunOptions) -> RunResult:
                 report["noise_rules"] = noise_rules.usage_report(noise, red.noise)
                 if opts.record_candidate:  # staged and swapped in whole, as the run folder
                     with outdir.staged(opts.record_candidate, cand_mod.CANDIDATE_FILE,
-                                       "--record-candidate") as rec_stage:
+                                       "--record-candidate", "recorded candidate"
+                                       ) as rec_stage:
                         cand_mod.write_recorded(rec_stage.path, candidate.identity,
                                                 red.projections)
                         rec_stage.commit()

@@ -439,7 +439,7 @@ def synth(sessions: int, seed: int, out: str | Path, templates: str | Path = "fi
     counts: Counter[str] = Counter()
     flagged: dict[str, bool] = {}
     files = 0
-    with staged(out, marker=MARKER, what="--out") as stage:
+    with staged(out, marker=MARKER, what="--out", kind="synthetic corpus") as stage:
         for n in range(1, sessions + 1):
             tname = pick(seed, n)
             counts[tname] += 1

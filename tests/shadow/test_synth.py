@@ -125,13 +125,16 @@ def test_bad_arguments_exit_2(argv: list[str], tmp_path: Path) -> None:
     assert not (tmp_path / "g").exists()
 
 
-def test_out_must_be_new_empty_or_synthetic(tmp_path: Path) -> None:
+def test_out_must_be_new_empty_or_synthetic(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     other = tmp_path / "h"
     other.mkdir()
     (other / "notes.txt").write_text("mine", "utf-8")
     assert main(["synth", "--sessions", "2", "--seed", "1", "--out", str(other),
                  "--templates", str(FIXTURES)]) == 2
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
+    err = capsys.readouterr().err  # says what it would replace: a corpus, not a run
+    assert "an earlier synthetic corpus's folder" in err and "run's" not in err
 
 
 @pytest.mark.parametrize(("body", "got"), [
