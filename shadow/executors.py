@@ -62,10 +62,18 @@ class SchedulerLost(ShadowError):
 
     code = "scheduler_lost"
 
-    def __init__(self, address: str, done: int, total: int, why: str) -> None:
-        super().__init__(f"the Dask scheduler {address} was lost after {done} of {total} "
-                         f"fixtures were judged ({why}); no report was written")
-        self.address, self.done, self.total = address, done, total
+    def __init__(self, address: str, done: int, total: int, why: str,
+                 rerun_of: int | None = None) -> None:
+        where = (f"after {done} of {total} fixtures were judged" if rerun_of is None else
+                 f"during the determinism rerun, after all {rerun_of} fixtures were judged "
+                 f"once and {done} of the {total} sampled ones again")
+        super().__init__(f"the Dask scheduler {address} was lost {where} ({why}); no report "
+                         "was written")
+        self.address, self.done, self.total, self.why = address, done, total, why
+
+    def in_rerun(self, judged: int) -> SchedulerLost:
+        """The same loss, said of the determinism rerun after ``judged`` fixtures."""
+        return SchedulerLost(self.address, self.done, self.total, self.why, rerun_of=judged)
 
 
 class WorkersBroken(ShadowError):

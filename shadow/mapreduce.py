@@ -31,7 +31,7 @@ from typing import Any, Final
 from shadow.corpus_ledger import CorpusLedger, Row, copies_of
 from shadow.divergence import Divergence
 from shadow.errors import FixtureError
-from shadow.executors import MapOptions, run_map
+from shadow.executors import MapOptions, SchedulerLost, run_map
 from shadow.mapstep import MapContext, Task, UnitResult, sample_fraction
 from shadow.projection import Projection
 from shadow.shards import ShardWriter, scan
@@ -147,7 +147,10 @@ def _rerun(red: Reduced, stream: _Stream, ctx: MapContext, opts: MapOptions,
     kept = _kept_names(shards)
     sample = [t for t in reversed(stream.sampled) if t.name in kept]
     again: list[UnitResult] = []
-    run_map(sample, ctx, opts, len(sample), again.append)
+    try:
+        run_map(sample, ctx, opts, len(sample), again.append)
+    except SchedulerLost as lost:  # its counts are the rerun's: say so
+        raise lost.in_rerun(red.scenarios) from None
     names = {t.name for t in sample}
     first = _digest_of(shards, names) if not stream.sample_all else red.replay_digest
     rerun = results_digest_of(again)

@@ -454,3 +454,27 @@ def test_the_determinism_rerun_catches_a_sampled_fixture_and_says_which_it_check
         assert red.determinism["sample"]["fixtures"] < len(names)
         assert red.determinism["digest"] != red.determinism["rerun_digest"] or \
             expected == "pass"
+
+
+def test_losing_the_scheduler_in_the_rerun_says_it_was_the_rerun(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rerun's counts are of its sample: the message says the map had judged every
+    fixture and how far the rerun got (not '3 of 10 fixtures' of a 42-fixture corpus)."""
+    calls: list[int] = []
+    real = mapreduce.run_map
+
+    def losing(tasks: Any, ctx: Any, opts: Any, total: int, on_result: Any) -> None:
+        calls.append(total)
+        if len(calls) == 2:  # the rerun
+            raise SchedulerLost("tcp://127.0.0.1:8786", 3, total, "connection closed")
+        real(tasks, ctx, opts, total, on_result)
+
+    monkeypatch.setattr(mapreduce, "run_map", losing)
+    with pytest.raises(SchedulerLost) as exc:
+        mapreduce.map_corpus(open_source(FIXTURES), MapContext(make_candidate(
+            "kernel", RECORDINGS), recordings=RECORDINGS), MapOptions(), tmp_path / "sh")
+    judged = len([p for p in FIXTURES.iterdir() if p.is_dir()])
+    text = str(exc.value)
+    assert "during the determinism rerun" in text
+    assert f"after all {judged} fixtures were judged once and 3 of the {calls[1]} " \
+        "sampled ones again" in text and "connection closed" in text
