@@ -18,6 +18,7 @@ no clock, no environment, sorted everywhere — the snapshot tests hold the byte
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -25,7 +26,7 @@ from typing import Any, Final
 import jinja2
 from markupsafe import Markup
 
-from shadow import codes
+from shadow import codes, spill
 from shadow.boundary import load_path
 from shadow.errors import InputError
 from shadow.reports import svg, tables, views
@@ -72,26 +73,35 @@ def context(report: Mapping[str, Any], *, evidence: Mapping[str, Any] | None = N
     tally = views.Tally(divs, defects)
     per_surface: dict[str, list[int]] = {}
     suites: dict[str, list[int]] = {}
+    # each case once, as the templates show it, into its suite's spill: JUnit reads its
+    # suites one by one, the HTML all of them merged back into case order
+    folder = spill.Folder()
+    by_suite: dict[str, spill.Spill] = {}
     n_cases = failing = n_fixtures = 0
     last = None
-    for c in views.case_stream(listed, divs):
-        n_cases += 1
-        bad = int(c["status"] == "fail")
-        failing += bad
-        if c["fixture"] != last:
-            n_fixtures, last = n_fixtures + 1, c["fixture"]
-        for key, table in ((c["surface"], per_surface),
-                           (c["surface"].split(".", 1)[0], suites)):
-            row = table.setdefault(key, [0, 0])
-            row[0] += 1
-            row[1] += bad
+    try:
+        for c in views.case_stream(listed, divs):
+            n_cases += 1
+            bad = int(c["status"] == "fail")
+            failing += bad
+            if c["fixture"] != last:
+                n_fixtures, last = n_fixtures + 1, c["fixture"]
+            top = c["surface"].split(".", 1)[0]
+            for key, table in ((c["surface"], per_surface), (top, suites)):
+                row = table.setdefault(key, [0, 0])
+                row[0] += 1
+                row[1] += bad
+            if top not in by_suite:
+                by_suite[top] = folder.spill(f"suite-{len(by_suite)}")
+            by_suite[top].append(c)
+    except BaseException:  # an out-of-order list: no spill left open
+        folder.cleanup()
+        raise
+    for sp in by_suite.values():
+        sp.close()
 
     def cases() -> Iterator[dict[str, Any]]:
-        return views.case_stream(listed, divs)
-
-    def suite(name: str, n: int) -> views.Lazy:
-        return views.filtered(views.Lazy(cases, n_cases),
-                              lambda c: c["surface"].split(".", 1)[0] == name, n)
+        return heapq.merge(*by_suite.values(), key=lambda c: (c["fixture"], c["surface"]))
 
     def blocking(code: str, n: int) -> views.Lazy:
         return views.records(divs, keep=lambda d: d["severity"] == "blocking"
@@ -130,8 +140,8 @@ def context(report: Mapping[str, Any], *, evidence: Mapping[str, Any] | None = N
         "glossary": [{**codes.get(c).to_wire(), "anchor": views.code_anchor(c)}
                      for c in sorted(tally.codes, key=views.code_order)],
         "md_limit": MD_LIMIT,
-        "junit_suites": [{"name": name, "tests": n, "failures": bad, "cases": suite(name, n)}
-                         for name, (n, bad) in sorted(suites.items())],
+        "junit_suites": [{"name": name, "tests": n, "failures": bad,
+                          "cases": by_suite[name]} for name, (n, bad) in sorted(suites.items())],
     }
 
 
