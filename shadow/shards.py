@@ -57,8 +57,11 @@ DEFAULT_BATCH: Final = 2000
 #: rows per Parquet row group, and per batch :func:`scan` reads from a part
 ROW_GROUP: Final = 256
 #: parts a table keeps after :meth:`ShardWriter.close` (:func:`compact`): the files one
-#: scan of one table holds open (macOS allows 256 open files by default, Windows 512)
-MAX_OPEN: Final = 64
+#: scan of one table holds open.  An open Parquet part costs the reader about 0.7 MiB
+#: (its metadata and one row group decoded), so a scan of three tables holds at most
+#: ~35 MiB whatever the corpus size (and far fewer files than macOS's 256 or Windows's
+#: 512); measured in docs/benchmarks.md, "Scale-out"
+MAX_OPEN: Final = 16
 
 
 def parquet_available() -> bool:
@@ -134,7 +137,9 @@ def _write_rows(stem: Path, table: str, rs: Iterable[dict[str, Any]], parquet: b
 
         types = {"str": pa.string(), "bool": pa.bool_(), "int": pa.int64()}
         schema = pa.schema([(c, types[k]) for c, k in COLUMNS[table]])
-        with pq.ParquetWriter(stem.with_suffix(".parquet"), schema) as out:
+        # no column statistics: nothing filters on them, and every open part keeps them
+        with pq.ParquetWriter(stem.with_suffix(".parquet"), schema,
+                              write_statistics=False) as out:
             it = iter(rs)
             while chunk := list(itertools.islice(it, ROW_GROUP)):
                 out.write_table(pa.Table.from_pylist(chunk, schema=schema),
@@ -200,7 +205,9 @@ def _part_rows(path: Path, cols: list[str]) -> Iterator[dict[str, Any]]:
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        pf = pq.ParquetFile(path)
+        # pre_buffer=False: read a row group's column chunks as they are decoded, not all
+        # of them ahead (one open part: ~0.7 MiB instead of ~1 MiB)
+        pf = pq.ParquetFile(path, pre_buffer=False)
         try:
             for batch in pf.iter_batches(batch_size=ROW_GROUP, columns=cols):
                 yield from batch.to_pylist()
