@@ -40,6 +40,12 @@ def cmd_kernel_batch(args: argparse.Namespace) -> int:
     return EXIT_GO
 
 
+def cmd_app_server(args: argparse.Namespace) -> int:
+    from shadow.app_server.server import main as serve
+
+    return serve()
+
+
 def _silence_stdout() -> None:
     """After EPIPE, point stdout at devnull so the interpreter's final flush stays quiet."""
     import os
@@ -69,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     kc.set_defaults(func=cmd_kernel_call)
     kb = ksub.add_parser("batch", help='JSON Lines {"id","method","params"} on stdin')
     kb.set_defaults(func=cmd_kernel_batch)
+    a = sub.add_parser("app-server", help="the kernel behind JSON-RPC 2.0 over stdio, one "
+                       "JSON object per line (docs/app-server.md)")
+    a.set_defaults(func=cmd_app_server)
 
     from shadow import commands  # registers run / codes / gate / report / diff when present
 
