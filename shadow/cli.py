@@ -43,7 +43,7 @@ def cmd_kernel_batch(args: argparse.Namespace) -> int:
 def cmd_app_server(args: argparse.Namespace) -> int:
     from shadow.app_server.server import main as serve
 
-    return serve()
+    return serve(args.sessions)
 
 
 def _silence_stdout() -> None:
@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     kb.set_defaults(func=cmd_kernel_batch)
     a = sub.add_parser("app-server", help="the kernel behind JSON-RPC 2.0 over stdio, one "
                        "JSON object per line (docs/app-server.md)")
+    a.add_argument("--sessions", metavar="DIR", help="the JSONL session store whose sessions "
+                   "are the threads (thread/*); without it thread methods answer -32000")
     a.set_defaults(func=cmd_app_server)
 
     from shadow import commands  # registers run / codes / gate / report / diff when present

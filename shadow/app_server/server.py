@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Final, TextIO
 
 from shadow.app_server import protocol as rpc
 from shadow.app_server import retired as retired_mod
+from shadow.app_server.threads import Job, Threads
 
 #: the design's API (design 108 §10) as methods -> the kernel function each one runs
 KERNEL_METHODS: Final[Mapping[str, str]] = {
@@ -30,6 +31,24 @@ KERNEL_METHODS: Final[Mapping[str, str]] = {
     "reconcile": "reconcile",
 }
 _KERNEL_INTERNAL: Final = frozenset({"internal_error"})
+THREAD_METHODS: Final = ("thread/start", "thread/resume", "thread/read",
+                         "thread/compact/start")
+
+
+def _wall_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)
+
+
+def _uuid() -> str:
+    import uuid
+
+    return uuid.uuid4().hex[:16]
+
+
+def _threads() -> Threads:
+    return Threads(None, _uuid, _wall_ms)
 
 
 def _user_agent() -> str:
@@ -43,11 +62,14 @@ class Server:
     """The protocol state of one connection and its method table."""
 
     registry: Sequence[retired_mod.Retired] = field(default_factory=retired_mod.load)
+    threads: Threads = field(default_factory=_threads)
     initialized: bool = False  # initialize answered
     ready: bool = False  # initialized notification received
+    outbox: list[dict[str, Any]] = field(default_factory=list)  # after the answers
+    jobs: list[Job] = field(default_factory=list)  # then these, each streaming
 
     def methods(self) -> list[str]:
-        return sorted({"initialize", *KERNEL_METHODS})
+        return sorted({"initialize", *KERNEL_METHODS, *THREAD_METHODS})
 
     def dispatch(self, method: str, params: Any, notify: bool) -> Any:
         gone = retired_mod.find(self.registry, method)
@@ -59,12 +81,34 @@ class Server:
             return None
         if method == "initialize":
             return self._initialize(params)
-        if method not in KERNEL_METHODS:
+        if method not in KERNEL_METHODS and method not in THREAD_METHODS:
             raise rpc.RpcError(rpc.METHOD_NOT_FOUND, "Method not found", {"method": method})
         if not self.initialized:
             raise rpc.RpcError(rpc.NOT_INITIALIZED, "Not initialized",
                                {"expected": "initialize first"})
-        return _kernel(KERNEL_METHODS[method], params)
+        if method in KERNEL_METHODS:
+            return _kernel(KERNEL_METHODS[method], params)
+        return self._thread(method, params)
+
+    def _thread(self, method: str, params: Any) -> Any:
+        if method == "thread/start":
+            result, notes = self.threads.start(params)
+            self.outbox.extend(notes)
+            return result
+        if method == "thread/resume":
+            return self.threads.resume(params)
+        if method == "thread/read":
+            return self.threads.read(params)
+        answer, job = self.threads.compact_start(params)
+        self.jobs.append(job)
+        return answer
+
+    def pending(self) -> list[dict[str, Any]] | Job | None:
+        """What to send after the answers: the queued notifications, then each job."""
+        if self.outbox:
+            out, self.outbox = self.outbox, []
+            return out
+        return self.jobs.pop(0) if self.jobs else None
 
     def _initialize(self, params: Any) -> dict[str, Any]:
         if params is not None and not isinstance(params, dict):
@@ -93,14 +137,21 @@ def _kernel(name: str, params: Any) -> Any:
     raise rpc.InvalidParams(str(err.get("message", "invalid params")), data)
 
 
-def serve(stdin: BinaryIO, stdout: BinaryIO, log: TextIO) -> int:
-    """Answer every line of ``stdin`` on ``stdout`` until end of input; 0."""
-    server = Server()
+def serve(stdin: BinaryIO, stdout: BinaryIO, log: TextIO, *,
+          server: Server | None = None) -> int:
+    """Answer every line of ``stdin`` on ``stdout`` until end of input; 0.  A line's
+    answers go first, then the notifications its requests queued, then the turns they
+    started (a compaction's notifications, each written as it happens)."""
+    server = server or Server()
     for line in rpc.lines(stdin):
         answers = [rpc.too_long()] if line is None else rpc.handle(line, server.dispatch)
         for a in answers:
             stdout.write(rpc.dumps(a))
         stdout.flush()
+        while (after := server.pending()) is not None:
+            for note in (after if isinstance(after, list) else after()):
+                stdout.write(rpc.dumps(note))
+                stdout.flush()
         for a in answers:
             for one in (a if isinstance(a, list) else [a]):
                 err = one.get("error")
@@ -110,5 +161,8 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, log: TextIO) -> int:
     return 0
 
 
-def main() -> int:
-    return serve(sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
+def main(sessions: str | None = None) -> int:
+    from pathlib import Path
+
+    server = Server(threads=Threads(Path(sessions) if sessions else None, _uuid, _wall_ms))
+    return serve(sys.stdin.buffer, sys.stdout.buffer, sys.stderr, server=server)

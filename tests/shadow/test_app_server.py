@@ -206,3 +206,140 @@ def test_the_subprocess_survives_a_fuzzed_stream() -> None:
     out, _ = serve(raw=junk + json.dumps(INIT).encode() + b"\n")
     assert out[-1]["id"] == 0 and "result" in out[-1]
     assert all("error" in m for m in out[:-1] if isinstance(m, dict))
+
+
+# -- threads and thread/compact/start ---------------------------------------------------------
+
+ORDER = ["turn/started", "item/started", "item/completed", "turn/completed"]
+
+
+def _ids() -> Any:
+    n = iter(range(10**6))
+    return lambda: f"{next(n):04d}"
+
+
+def _threads(root: Path, **policy: Any) -> Any:
+    from shadow.app_server.threads import DEFAULT_POLICY, Threads
+
+    return Threads(root, _ids(), lambda: 1_790_000_000_000,
+                   {**DEFAULT_POLICY, "modelWindowTokens": 400, "reservedOutputTokens": 40,
+                    "safetyMarginTokens": 10, "recoveryReserveTokens": 10, **policy})
+
+
+def _seeded(root: Path, tid: str = "thr_seed", messages: int = 30) -> str:
+    from kernel.adapters.jsonl.session import JsonlSessionPort
+
+    port = JsonlSessionPort(root, clock=lambda: 1_790_000_000_000)
+    port.start_session(tid, title="seeded")
+    for i in range(messages):
+        port.append_message(tid, "user" if i % 2 == 0 else "assistant",
+                            f"message {i} " + "lorem ipsum " * 12)
+    return tid
+
+
+def _drive(server: Any, *messages: Any) -> list[Any]:
+    from shadow.app_server.server import serve
+
+    out = io.BytesIO()
+    data = b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+    serve(io.BytesIO(data), out, io.StringIO(), server=server)
+    return [json.loads(line) for line in out.getvalue().decode().splitlines()]
+
+
+def _summarizer(kind: str, root: Path, tid: str) -> Any:
+    from kernel.ports import SummarizerFailure, SummaryCancelled
+
+    def run(dropped: list[dict[str, Any]], context: dict[str, Any]) -> dict[str, Any]:
+        if kind == "aborted":
+            raise SummarizerFailure("provider refused", code="provider_refused")
+        if kind == "reconciliation_required":
+            raise SummarizerFailure("timed out after sending", outcome_unknown=True)
+        if kind == "cancelled":
+            raise SummaryCancelled()
+        if kind == "stale":  # another writer appends while the summary is made
+            from kernel.adapters.jsonl.session import JsonlSessionPort
+
+            JsonlSessionPort(root).append_message(tid, "user", "meanwhile")
+        return {"items": [], "usageReceipt": {"outcome": "not_metered"},
+                **({"degraded": True, "degradedReason": "summarizer_degraded"}
+                   if kind == "degraded" else {})}
+    return run
+
+
+@pytest.mark.parametrize("outcome", ["committed", "degraded", "stale",
+                                     "reconciliation_required", "aborted", "cancelled"])
+def test_compaction_answers_empty_then_the_four_notifications_in_order(
+        tmp_path: Path, outcome: str) -> None:
+    tid = _seeded(tmp_path)
+    policy = {} if outcome == "committed" else {
+        "summarizer": _summarizer(outcome, tmp_path, tid), "allowFallback": False}
+    server = Server(threads=_threads(tmp_path, **policy))
+    out = _drive(server, INIT, {"id": 1, "method": "thread/compact/start",
+                                "params": {"threadId": tid}})
+    assert out[1] == {"jsonrpc": "2.0", "id": 1, "result": {}}  # nothing of the outcome
+    notes = out[2:]
+    assert [n["method"] for n in notes] == ORDER and all("id" not in n for n in notes)
+    assert all(n["params"]["threadId"] == tid for n in notes)
+    turn = notes[0]["params"]["turn"]["id"]
+    assert all(n["params"].get("turnId", turn) == turn for n in notes)
+    assert notes[1]["params"]["item"]["type"] == "contextCompaction"
+    item = notes[2]["params"]["item"]
+    assert item["id"] == notes[1]["params"]["item"]["id"]
+    assert item["compaction"]["status"] == outcome
+    from kernel.compaction.thread import OUTCOME_STATUS
+
+    assert (item["status"], notes[3]["params"]["turn"]["status"]) == OUTCOME_STATUS[outcome]
+
+
+def test_threads_start_resume_read_over_the_session_store(tmp_path: Path) -> None:
+    server = Server(threads=_threads(tmp_path))
+    out = _drive(server, INIT, {"id": 1, "method": "thread/start", "params": {"title": "x"}})
+    started, note = out[1]["result"]["thread"], out[2]
+    assert note == {"jsonrpc": "2.0", "method": "thread/started",
+                    "params": {"thread": started}}
+    tid = _seeded(tmp_path, "thr_more", 3)
+    out = _drive(Server(threads=_threads(tmp_path)), INIT,
+                 {"id": 2, "method": "thread/resume", "params": {"threadId": started["id"]}},
+                 {"id": 3, "method": "thread/read", "params": {"threadId": tid}})
+    assert out[1]["result"]["thread"] == {"id": started["id"], "head": started["head"],
+                                          "itemCount": 0}
+    read = out[2]["result"]["thread"]
+    assert read["id"] == tid and read["items"]  # the store's projection: ContextItems
+    text = json.dumps(read["items"])
+    assert all(f"message {n} " in text for n in range(3))
+    assert read["head"] != started["head"]  # another thread, its own chain
+
+
+@pytest.mark.parametrize("params", [{"threadId": "thr_seed", "force": True}, {},
+                                    {"threadId": ""}, {"threadId": 7}, [], {"threadId": "nope"},
+                                    {"threadId": "../etc"}])
+def test_compact_start_takes_exactly_a_known_thread_id(tmp_path: Path, params: Any) -> None:
+    _seeded(tmp_path)
+    out = _drive(Server(threads=_threads(tmp_path)), INIT,
+                 {"id": 1, "method": "thread/compact/start", "params": params})
+    assert [m.get("id") for m in out] == [0, 1]  # no turn was started
+    assert out[1]["error"]["code"] == rpc.INVALID_PARAMS
+
+
+def test_thread_methods_without_a_store_say_so(tmp_path: Path) -> None:
+    out = _drive(Server(), INIT, {"id": 1, "method": "thread/start"})
+    assert out[1]["error"]["code"] == -32000
+    assert "--sessions" in out[1]["error"]["data"]["expected"]
+
+
+def test_the_compaction_order_as_a_subprocess(tmp_path: Path) -> None:
+    tid = _seeded(tmp_path)
+    data = b"".join(json.dumps(m).encode() + b"\n" for m in (
+        INIT, {"method": "initialized"},
+        {"id": 1, "method": "thread/compact/start", "params": {"threadId": tid}},
+        {"id": 2, "method": "thread/read", "params": {"threadId": tid}}))
+    proc = subprocess.run([sys.executable, "-m", "shadow", "app-server", "--sessions",
+                           str(tmp_path)], input=data, capture_output=True, cwd=ROOT,
+                          check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = [json.loads(x) for x in proc.stdout.decode().splitlines()]
+    assert [m.get("id", m.get("method")) for m in out] == [0, 1, *ORDER, 2]
+    assert out[1]["result"] == {}
+    assert out[4]["params"]["item"]["compaction"]["status"] == "committed"
+    assert out[-1]["result"]["thread"]["head"] == out[4]["params"]["item"]["compaction"][
+        "newHead"]

@@ -1,0 +1,145 @@
+"""Threads over a session store, and manual compaction through ``thread/compact/start``.
+
+A thread is a session of the project's JSONL session store (``--sessions DIR``:
+:class:`kernel.adapters.jsonl.session.JsonlSessionPort`, hash-chained, compare-and-swap
+appends).  ``thread/start`` creates one, ``thread/resume`` and ``thread/read`` find one
+(``-32602`` for an unknown ``threadId``).  ``thread/compact/start`` takes params exactly
+``{threadId}`` (:func:`kernel.compaction.thread.accept_thread_compact_start`), answers
+``{}`` as soon as it is accepted and only then runs the kernel's compaction
+(:class:`kernel.compaction.service.CompactionKernel`), whose outcome travels only in the
+notifications, in this order (:mod:`kernel.compaction.thread`)::
+
+    turn/started → item/started (contextCompaction) → item/completed → turn/completed
+
+The compaction policy (window, reserves, sink, profile) is the server's
+(:data:`DEFAULT_POLICY`); without a provider the kernel compacts deterministically (no
+summarizer).  Clock and ids are injected (the CLI passes the wall clock and uuid4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Final
+
+from kernel.compaction import thread as lifecycle
+from kernel.errors import KernelError
+from kernel.ports import SummaryCancelled
+from shadow.app_server import protocol as rpc
+
+#: the server's compaction policy (design 108 §6 budgets), per thread: its own scope
+DEFAULT_POLICY: Final[Mapping[str, Any]] = MappingProxyType({
+    "modelWindowTokens": 32000, "reservedOutputTokens": 4000, "safetyMarginTokens": 1000,
+    "recoveryReserveTokens": 1000, "sink": "provider.local",
+    "policyVersion": "app-server-1", "modelProfile": "default",
+})
+NO_STORE: Final = -32000
+
+Job = Callable[[], Iterator[dict[str, Any]]]
+
+
+def _thread_id(params: Any, method: str) -> str:
+    if not isinstance(params, dict):
+        raise rpc.InvalidParams(f"{method} params must be an object", {"expected": "{threadId}"})
+    unknown = sorted(str(k) for k in params if k != "threadId")
+    if unknown:
+        raise rpc.InvalidParams(f"{method} params accept only threadId",
+                                {"field": "params", "unknown": unknown})
+    tid = params.get("threadId")
+    if not isinstance(tid, str) or not tid or len(tid) > 160:
+        raise rpc.InvalidParams("threadId must be a string between 1 and 160 characters",
+                                {"field": "threadId"})
+    return tid
+
+
+@dataclass
+class Threads:
+    """The thread methods over one session store (``root`` None: none configured)."""
+
+    root: Path | None
+    new_id: Callable[[], str]
+    clock: Callable[[], int]  # epoch milliseconds
+    policy: Mapping[str, Any] = field(default_factory=lambda: DEFAULT_POLICY)
+
+    def _port(self) -> Any:
+        if self.root is None:
+            raise rpc.RpcError(NO_STORE, "No session store", {
+                "expected": "shadow app-server --sessions DIR"})
+        from kernel.adapters.jsonl.session import JsonlSessionPort
+
+        return JsonlSessionPort(self.root, clock=self.clock)
+
+    def _snapshot(self, tid: str) -> Any:
+        try:
+            snap = self._port().read_snapshot(tid)
+        except KernelError as exc:
+            raise rpc.InvalidParams("threadId is not a thread of this store",
+                                    {"field": "threadId", "kernelError": exc.code}) from None
+        if snap is None:
+            raise rpc.InvalidParams("unknown threadId", {"field": "threadId"})
+        return snap
+
+    def start(self, params: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        if params is not None and not isinstance(params, dict):
+            raise rpc.InvalidParams("thread/start params must be an object")
+        extra = sorted(set(params or {}) - {"title"})
+        if extra:
+            raise rpc.InvalidParams("thread/start params accept only title",
+                                    {"field": "params", "unknown": extra})
+        title = (params or {}).get("title", "Untitled")
+        if not isinstance(title, str) or len(title) > 200:
+            raise rpc.InvalidParams("title must be a string of at most 200 characters",
+                                    {"field": "title"})
+        tid = f"thr_{self.new_id()}"
+        cas = self._port().start_session(tid, title=title)
+        thread = {"id": tid, "head": cas.new_head}
+        return {"thread": thread}, [rpc.notification("thread/started", {"thread": thread})]
+
+    def resume(self, params: Any) -> dict[str, Any]:
+        snap = self._snapshot(_thread_id(params, "thread/resume"))
+        return {"thread": {"id": snap.session_id, "head": snap.head,
+                           "itemCount": len(snap.items)}}
+
+    def read(self, params: Any) -> dict[str, Any]:
+        snap = self._snapshot(_thread_id(params, "thread/read"))
+        return {"thread": {"id": snap.session_id, "head": snap.head, "epoch": snap.epoch,
+                           "memoryRevision": snap.memory_revision,
+                           "items": [dict(i) for i in snap.items]}}
+
+    def compact_start(self, params: Any) -> tuple[dict[str, Any], Job]:
+        """Accept (``{}``) and the job that runs the compaction turn afterwards."""
+        try:
+            tid, answer = lifecycle.accept_thread_compact_start(params)
+        except KernelError as exc:
+            raise rpc.InvalidParams(str(exc), dict(getattr(exc, "details", {}) or {})
+                                    ) from None
+        self._snapshot(tid)  # an unknown thread is -32602, before anything is accepted
+        return answer, lambda: self._compact(tid)
+
+    def _compact(self, tid: str) -> Iterator[dict[str, Any]]:
+        from kernel.compaction.service import CompactionKernel
+
+        turn, item = f"turn_{self.new_id()}", f"item_{self.new_id()}"
+        for n in lifecycle.compaction_started(tid, turn, item):
+            yield rpc.notification(n.method, dict(n.params))
+        request = {**self.policy, "sessionId": tid,
+                   "scopeAdmissions": [{"scope": "session", "scopeId": tid}]}
+        kernel = CompactionKernel(self._port(), clock=self.clock, new_id=self.new_id)
+        try:
+            receipt = kernel.compact_context(request)
+        except SummaryCancelled:
+            done = lifecycle.compaction_completed(tid, turn, item, "cancelled",
+                                                  error_code="cancelled")
+        except Exception as exc:  # a failed compaction (the kernel's error, a provider's):
+            # the turn fails, named by its code, and the server serves on
+            code = getattr(exc, "code", None)
+            done = lifecycle.compaction_completed(
+                tid, turn, item, "aborted",
+                error_code=str(code) if code else "compaction_failed")
+        else:
+            done = lifecycle.compaction_completed(tid, turn, item, str(receipt["status"]),
+                                                  outcome=lifecycle.outcome_of(receipt))
+        for n in done:
+            yield rpc.notification(n.method, dict(n.params))
