@@ -43,7 +43,7 @@ def cmd_kernel_batch(args: argparse.Namespace) -> int:
 def cmd_app_server(args: argparse.Namespace) -> int:
     from shadow.app_server.server import main as serve
 
-    return serve(args.sessions)
+    return serve(args.sessions, args.memory)
 
 
 def _silence_stdout() -> None:
@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "JSON object per line (docs/app-server.md)")
     a.add_argument("--sessions", metavar="DIR", help="the JSONL session store whose sessions "
                    "are the threads (thread/*); without it thread methods answer -32000")
+    a.add_argument("--memory", metavar="DIR", help="the memory store folder the four memory "
+                   "tools read (memory/list, read, search, addNote); without it they answer "
+                   "-32000")
     a.set_defaults(func=cmd_app_server)
 
     from shadow import commands  # registers run / codes / gate / report / diff when present

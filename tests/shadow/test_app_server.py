@@ -343,3 +343,53 @@ def test_the_compaction_order_as_a_subprocess(tmp_path: Path) -> None:
     assert out[4]["params"]["item"]["compaction"]["status"] == "committed"
     assert out[-1]["result"]["thread"]["head"] == out[4]["params"]["item"]["compaction"][
         "newHead"]
+
+
+# -- the memory tools --------------------------------------------------------------------------
+
+
+def _memory(root: Path) -> Path:
+    (root / "rollout_summaries").mkdir(parents=True)
+    (root / "MEMORY.md").write_text("# Memory\n\nThe user prefers tabs.\n", encoding="utf-8")
+    (root / "memory_summary.md").write_text("Prefers tabs.\n", encoding="utf-8")
+    (root / "rollout_summaries" / "r1.md").write_text("Compacted: tabs chosen.\n",
+                                                      encoding="utf-8")
+    return root
+
+
+def test_the_four_memory_tools_with_the_folders_path_rules(tmp_path: Path) -> None:
+    from shadow.app_server.memory_tools import MemoryTools
+
+    root = _memory(tmp_path / "mem")
+    server = Server(memory=MemoryTools(root))
+    out = _drive(server, INIT,
+                 {"id": 1, "method": "memory/list"},
+                 {"id": 2, "method": "memory/read", "params": {"path": "MEMORY.md",
+                                                               "startLine": 3}},
+                 {"id": 3, "method": "memory/search", "params": {"query": "tabs", "limit": 5}},
+                 {"id": 4, "method": "memory/addNote", "params": {"title": "Editor",
+                                                                  "body": "Use tabs."}},
+                 {"id": 5, "method": "memory/read", "params": {"path": "../outside.md"}},
+                 {"id": 6, "method": "memory/read", "params": {"path": ".hidden.md"}},
+                 {"id": 7, "method": "memory/addNote", "params": {"title": "k", "body": SECRET}},
+                 {"id": 8, "method": "memory/read", "params": {"path": "x", "mode": "raw"}},
+                 {"id": 9, "method": "memory/read"})
+    by = {m["id"]: m for m in out}
+    listed = {e["path"] for e in by[1]["result"]["entries"]}
+    assert {"MEMORY.md", "memory_summary.md", "rollout_summaries/r1.md"} <= listed
+    assert by[2]["result"]["content"] == "The user prefers tabs."
+    assert by[3]["result"]["results"] and all(
+        "tabs" in r["snippet"].lower() for r in by[3]["result"]["results"])
+    note = by[4]["result"]["path"]
+    assert note.startswith("extensions/ad_hoc/notes/") and (root / note).is_file()
+    assert (root / "MEMORY.md").read_text(encoding="utf-8").count("tabs") == 1  # untouched
+    for i in (5, 6, 7, 8, 9):
+        assert by[i]["error"]["code"] == rpc.INVALID_PARAMS, i
+    assert by[7]["error"]["data"]["kernelError"] and SECRET not in json.dumps(out)
+    assert not list((root / "extensions" / "ad_hoc" / "notes").glob("*k*"))
+
+
+def test_memory_tools_without_a_folder_say_so() -> None:
+    out = _drive(Server(), INIT, {"id": 1, "method": "memory/list"})
+    assert out[1]["error"]["code"] == -32000
+    assert "--memory" in out[1]["error"]["data"]["expected"]
