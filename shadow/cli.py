@@ -43,7 +43,7 @@ def cmd_kernel_batch(args: argparse.Namespace) -> int:
 def cmd_app_server(args: argparse.Namespace) -> int:
     from shadow.app_server.server import main as serve
 
-    return serve(args.sessions, args.memory)
+    return serve(args.sessions, args.memory, args.config)
 
 
 def _silence_stdout() -> None:
@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--memory", metavar="DIR", help="the memory store folder the four memory "
                    "tools read (memory/list, read, search, addNote); without it they answer "
                    "-32000")
+    a.add_argument("--config", metavar="FILE", help="the app configuration file whose "
+                   "memory.soul the soul/* methods read and write (never the memory folder)")
     a.set_defaults(func=cmd_app_server)
 
     from shadow import commands  # registers run / codes / gate / report / diff when present

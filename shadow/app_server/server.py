@@ -21,6 +21,8 @@ from shadow.app_server import protocol as rpc
 from shadow.app_server import retired as retired_mod
 from shadow.app_server.memory_tools import PARAMS as MEMORY_TOOLS
 from shadow.app_server.memory_tools import MemoryTools
+from shadow.app_server.soul import METHODS as SOUL_METHODS
+from shadow.app_server.soul import SoulConfig
 from shadow.app_server.threads import Job, Threads
 
 #: the design's API (design 108 §10) as methods -> the kernel function each one runs
@@ -66,13 +68,15 @@ class Server:
     registry: Sequence[retired_mod.Retired] = field(default_factory=retired_mod.load)
     threads: Threads = field(default_factory=_threads)
     memory: MemoryTools = field(default_factory=lambda: MemoryTools(None))
+    soul: SoulConfig = field(default_factory=lambda: SoulConfig(None))
     initialized: bool = False  # initialize answered
     ready: bool = False  # initialized notification received
     outbox: list[dict[str, Any]] = field(default_factory=list)  # after the answers
     jobs: list[Job] = field(default_factory=list)  # then these, each streaming
 
     def methods(self) -> list[str]:
-        return sorted({"initialize", *KERNEL_METHODS, *THREAD_METHODS, *MEMORY_TOOLS})
+        return sorted({"initialize", *KERNEL_METHODS, *THREAD_METHODS, *MEMORY_TOOLS,
+                       *SOUL_METHODS})
 
     def dispatch(self, method: str, params: Any, notify: bool) -> Any:
         gone = retired_mod.find(self.registry, method)
@@ -84,8 +88,7 @@ class Server:
             return None
         if method == "initialize":
             return self._initialize(params)
-        if method not in KERNEL_METHODS and method not in THREAD_METHODS \
-                and method not in MEMORY_TOOLS:
+        if method not in self.methods():
             raise rpc.RpcError(rpc.METHOD_NOT_FOUND, "Method not found", {"method": method})
         if not self.initialized:
             raise rpc.RpcError(rpc.NOT_INITIALIZED, "Not initialized",
@@ -94,6 +97,8 @@ class Server:
             return _kernel(KERNEL_METHODS[method], params)
         if method in MEMORY_TOOLS:
             return self.memory.call(method, params)
+        if method in SOUL_METHODS:
+            return self.soul.call(method, params)
         return self._thread(method, params)
 
     def _thread(self, method: str, params: Any) -> Any:
@@ -167,9 +172,11 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, log: TextIO, *,
     return 0
 
 
-def main(sessions: str | None = None, memory: str | None = None) -> int:
+def main(sessions: str | None = None, memory: str | None = None,
+         config: str | None = None) -> int:
     from pathlib import Path
 
     server = Server(threads=Threads(Path(sessions) if sessions else None, _uuid, _wall_ms),
-                    memory=MemoryTools(Path(memory) if memory else None))
+                    memory=MemoryTools(Path(memory) if memory else None),
+                    soul=SoulConfig(Path(config) if config else None))
     return serve(sys.stdin.buffer, sys.stdout.buffer, sys.stderr, server=server)

@@ -393,3 +393,44 @@ def test_memory_tools_without_a_folder_say_so() -> None:
     out = _drive(Server(), INIT, {"id": 1, "method": "memory/list"})
     assert out[1]["error"]["code"] == -32000
     assert "--memory" in out[1]["error"]["data"]["expected"]
+
+
+# -- Soul -------------------------------------------------------------------------------------
+
+SOUL_MD = "## Identity\nA careful helper.\n## Communication rhythm\nBrief.\n" \
+          "## Artifact voice\nWarm.\nRun lint before every commit in this repo.\n"
+
+
+def test_soul_is_previewed_then_applied_into_the_app_config_only(tmp_path: Path) -> None:
+    from shadow.app_server.memory_tools import MemoryTools
+    from shadow.app_server.soul import SoulConfig
+
+    config = tmp_path / "app.json"
+    config.write_text(json.dumps({"theme": "dark"}), encoding="utf-8")
+    mem = _memory(tmp_path / "mem")
+    before = sorted(p.relative_to(mem).as_posix() for p in mem.rglob("*"))
+    server = Server(memory=MemoryTools(mem), soul=SoulConfig(config))
+    out = _drive(server, INIT,
+                 {"id": 1, "method": "soul/importApply", "params": {"token": "sha256:00"}},
+                 {"id": 2, "method": "soul/importPreview", "params": {"source": SOUL_MD}})
+    assert out[1]["error"]["code"] == rpc.INVALID_PARAMS  # never an unpreviewed result
+    preview = out[2]["result"]
+    assert [w["code"] for w in preview["warnings"]] == ["project_rules"]
+    assert json.loads(config.read_text(encoding="utf-8")) == {"theme": "dark"}  # not yet
+    out = _drive(server,
+                 {"id": 3, "method": "soul/importApply",
+                  "params": {"token": preview["token"], "persona": "reviewer"}},
+                 {"id": 4, "method": "soul/importApply", "params": {"token": preview["token"]}},
+                 {"id": 5, "method": "soul/importApply", "params": {"token": preview["token"]}},
+                 {"id": 6, "method": "soul/get", "params": {"persona": "reviewer"}},
+                 {"id": 7, "method": "soul/artifactBrief", "params": {"task": "a summary"}})
+    assert out[0]["error"]["data"]["details"]["code"] == "persona_write_denied"
+    assert out[1]["result"]["soul"] == preview["soul"]
+    assert out[2]["error"]["code"] == rpc.INVALID_PARAMS  # a preview is applied once
+    saved = json.loads(config.read_text(encoding="utf-8"))
+    assert saved == {"theme": "dark", "memory": {"soul": preview["soul"]}}
+    assert out[3]["result"] == {"persona": "reviewer", "communication_rhythm": "Brief.",
+                                "readOnly": True}
+    assert out[4]["result"]["kind"] == "generation_brief_only"
+    assert out[4]["result"]["voice"] == "Warm." and out[4]["result"]["writes"] == []
+    assert sorted(p.relative_to(mem).as_posix() for p in mem.rglob("*")) == before
