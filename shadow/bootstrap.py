@@ -15,26 +15,30 @@ choice of adapter and its lifetime.
   and re-chaining legacy CLI session files without a store (``shadow import-sessions``);
 * :func:`session_store` — a SQLite or JSONL session store opened for the call
   (``read_only`` for reads such as ``reconcile``: the SQLite file is opened ``mode=ro`` and
-  never created or altered; a JSONL read creates nothing either way).
+  never created or altered; a JSONL read creates nothing either way);
+* :func:`thread_store` — the JSONL session store whose sessions are the app server's
+  threads (it also starts sessions and appends messages);
+* :func:`memory_folder` — the memory store folder and its four tools.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from kernel.adapters.in_memory.memory_store import InMemoryMemoryPort
 from kernel.adapters.jsonl import chain as jsonl_chain
 from kernel.adapters.jsonl.session import JsonlSessionPort
+from kernel.adapters.memory_folder.store import MemoryFolder
 from kernel.adapters.sqlite.memory_store import SqliteMemoryPort
 from kernel.adapters.sqlite.session import SqliteSessionPort
 from kernel.canonical.digest import Profile
 from kernel.ports import MemoryPort, SessionContextPort
 
-__all__ = ["ChainReport", "encode_event", "event_hash", "fresh_memory", "memory_store",
-           "seeded_memory", "session_store", "verify_bytes"]
+__all__ = ["ChainReport", "encode_event", "event_hash", "fresh_memory", "memory_folder",
+           "memory_store", "seeded_memory", "session_store", "thread_store", "verify_bytes"]
 
 #: the JSONL session store's hash-chain codec (one adapter's pure functions, wired here)
 ChainReport = jsonl_chain.ChainReport
@@ -79,3 +83,14 @@ def session_store(kind: Literal["sqlite", "jsonl"], path: Path, profile: Profile
             sqlite.close()
     else:
         yield JsonlSessionPort(path, profile=profile, read_only=read_only)
+
+
+def thread_store(root: Path, clock: Callable[[], int]) -> JsonlSessionPort:
+    """The JSONL session store at ``root`` (the app server's threads): created by the first
+    write, never by a read."""
+    return JsonlSessionPort(root, clock=clock)
+
+
+def memory_folder(root: Path) -> MemoryFolder:
+    """The memory store folder at ``root`` (nothing is created by reading it)."""
+    return MemoryFolder(root)

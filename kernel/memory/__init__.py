@@ -14,6 +14,8 @@ Public modules:
 * ``purge`` — the purge step: every copy, its own request, a receipt each
 * ``recall`` — ``recall_memory``, ``rank_memory_records``
 * ``service`` — ``MemoryKernel``: propose, decide, recall, delete over ports
+* ``soul`` — ``MemorySoulConfig``: the SOUL.md import preview, the artifact brief, personas
+* ``summary_contributor`` — ``memory_summary.md`` as the one default memory packet
 
 Modules import only public names from other packages; the names a module exports are
 its ``__all__``.
@@ -30,4 +32,6 @@ __all__ = (
     "purge",
     "recall",
     "service",
+    "soul",
+    "summary_contributor",
 )

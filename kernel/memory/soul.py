@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 from kernel.canonical.digest import digest
@@ -33,13 +34,13 @@ from kernel.packets.anticorruption import FindingCategory, redact_secrets, scan
 FIELDS: Final = ("identity", "communication_rhythm", "artifact_voice")
 MAX_FIELD: Final = 2000  # characters per field
 MAX_SOURCE: Final = 64 * 1024  # characters of SOUL.md read
-_HEADINGS: Final = {
+_HEADINGS: Final = MappingProxyType({
     "identity": "identity", "身份": "identity",
     "communication rhythm": "communication_rhythm", "communication_rhythm":
         "communication_rhythm", "沟通节奏": "communication_rhythm",
     "artifact voice": "artifact_voice", "artifact_voice": "artifact_voice",
     "产出语气": "artifact_voice",
-}
+})
 _PROJECT_RULE: Final = re.compile(
     r"\b(project|repo(sitory)?|codebase|monorepo|lint(er)?|unit tests?|ci|pull request|"
     r"commit|branch|build)\b|项目|仓库|代码库", re.I)

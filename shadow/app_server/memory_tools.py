@@ -1,7 +1,7 @@
 """The four memory tools as methods (second seed §1): ``memory/list``, ``memory/read``,
 ``memory/search``, ``memory/addNote`` over the memory store folder (``--memory DIR``).
 
-Each is :class:`kernel.adapters.memory_folder.store.MemoryFolder`'s own tool with its
+Each is the memory folder's own tool (:func:`shadow.bootstrap.memory_folder`) with its
 path rules: relative paths only, no hidden name, link or traversal, only the readable
 areas (``MEMORY.md``, ``memory_summary.md``, ``rollout_summaries/``, the notes);
 ``memory/addNote`` writes a new ad-hoc note only (never ``MEMORY.md`` or the summary) and
@@ -46,9 +46,9 @@ class MemoryTools:
         if self.root is None:
             raise rpc.RpcError(NO_FOLDER, "No memory folder",
                                {"expected": "shadow app-server --memory DIR"})
-        from kernel.adapters.memory_folder.store import MemoryFolder
+        from shadow import bootstrap
 
-        folder = MemoryFolder(self.root)
+        folder = bootstrap.memory_folder(self.root)
         run: Mapping[str, Callable[[], Any]] = {
             "memory/list": lambda: folder.memory_list(params.get("path", "")),
             "memory/read": lambda: folder.memory_read(

@@ -1,9 +1,9 @@
 """Threads over a session store, and manual compaction through ``thread/compact/start``.
 
-A thread is a session of the project's JSONL session store (``--sessions DIR``:
-:class:`kernel.adapters.jsonl.session.JsonlSessionPort`, hash-chained, compare-and-swap
-appends).  ``thread/start`` creates one, ``thread/resume`` and ``thread/read`` find one
-(``-32602`` for an unknown ``threadId``).  ``thread/compact/start`` takes params exactly
+A thread is a session of the project's JSONL session store (``--sessions DIR``,
+:func:`shadow.bootstrap.thread_store`: hash-chained, compare-and-swap appends).
+``thread/start`` creates one, ``thread/resume`` and ``thread/read`` find one (``-32602``
+for an unknown ``threadId``).  ``thread/compact/start`` takes params exactly
 ``{threadId}`` (:func:`kernel.compaction.thread.accept_thread_compact_start`), answers
 ``{}`` as soon as it is accepted and only then runs the kernel's compaction
 (:class:`kernel.compaction.service.CompactionKernel`), whose outcome travels only in the
@@ -67,9 +67,9 @@ class Threads:
         if self.root is None:
             raise rpc.RpcError(NO_STORE, "No session store", {
                 "expected": "shadow app-server --sessions DIR"})
-        from kernel.adapters.jsonl.session import JsonlSessionPort
+        from shadow import bootstrap
 
-        return JsonlSessionPort(self.root, clock=self.clock)
+        return bootstrap.thread_store(self.root, self.clock)
 
     def _snapshot(self, tid: str) -> Any:
         try:
