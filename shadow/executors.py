@@ -347,9 +347,12 @@ class _DaskMap:
                                  f"{type(exc).__name__}{': ' + why if why else ''} (waited "
                                  f"up to {self.opts.scheduler_grace:g} s)") from None
             return client, None
+        # the scheduler's HTTP endpoint on a free loopback port: a second cluster on the
+        # machine (another run, a benchmark) never collides on 8787, nothing listens on
+        # a public interface
         cluster = LocalCluster(  # type: ignore[no-untyped-call]
             n_workers=self.opts.jobs, threads_per_worker=1, processes=True,
-            dashboard_address=None, silence_logs=logging.ERROR)
+            dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
         try:
             return Client(cluster), cluster  # type: ignore[no-untyped-call]
         except BaseException:

@@ -478,3 +478,24 @@ def test_losing_the_scheduler_in_the_rerun_says_it_was_the_rerun(
     assert "during the determinism rerun" in text
     assert f"after all {judged} fixtures were judged once and 3 of the {calls[1]} " \
         "sampled ones again" in text and "connection closed" in text
+
+
+def test_a_localcluster_beside_another_cluster_does_not_collide(small: Path,
+                                                               tmp_path: Path) -> None:
+    """Another cluster on the machine (a second run, a benchmark) holds the scheduler's
+    default HTTP port 8787: the run's LocalCluster serves on a free loopback port instead
+    (it failed with 'Port 8787 is already in use' under warnings-as-errors)."""
+    import socket
+
+    holder = socket.socket()
+    try:
+        holder.bind(("127.0.0.1", 8787))
+        holder.listen()
+    except OSError:  # something already holds it: the same situation
+        pass
+    try:
+        red = _map(small, make_candidate("kernel", RECORDINGS), tmp_path, executor="dask",
+                   jobs=1)
+    finally:
+        holder.close()
+    assert red.scenarios == len(list(small.iterdir()))
