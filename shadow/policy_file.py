@@ -1,4 +1,5 @@
-"""The strict skeleton shared by the reviewed policy files (waivers, intended differences).
+"""The strict skeleton shared by the reviewed policy files (waivers, intended differences,
+retired entry points).
 
 Both are ``{"schema": ..., "<entries>": [{...}, ...]}`` documents whose entries have a
 unique ``id``, documented fields only and some required non-empty strings; every error
@@ -16,9 +17,11 @@ from shadow.errors import InputError
 
 def entries(doc: Any, src: str, *, schema: str, key: str, noun: str,
             fields: Sequence[str], required: Sequence[str],
-            top: Sequence[str] | None = None) -> Iterator[tuple[str, Mapping[str, Any]]]:
+            top: Sequence[str] | None = None, ident: str = "id"
+            ) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """(pointer, entry) for each entry of ``doc[key]``, checked as the module says
-    (``top``: the only top-level fields allowed, when given)."""
+    (``top``: the only top-level fields allowed, when given; ``ident``: the field that
+    names an entry, unique)."""
     if not isinstance(doc, Mapping) or doc.get("schema") != schema:
         raise InputError(src, "/schema", repr(schema), "something else")
     if top is not None:
@@ -42,9 +45,9 @@ def entries(doc: Any, src: str, *, schema: str, key: str, noun: str,
             if not isinstance(entry.get(name), str) or not entry[name].strip():
                 raise InputError(src, f"{ptr}/{name}", "a non-empty string",
                                  "nothing" if name not in entry else type(entry[name]).__name__)
-        if entry["id"] in seen:
-            raise InputError(src, f"{ptr}/id", f"a unique {noun} id", "a duplicate")
-        seen.add(entry["id"])
+        if entry[ident] in seen:
+            raise InputError(src, f"{ptr}/{ident}", f"a unique {noun} {ident}", "a duplicate")
+        seen.add(entry[ident])
         yield ptr, entry
 
 

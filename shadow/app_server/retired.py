@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from shadow.boundary import load_path
 from shadow.errors import InputError
+from shadow.policy_file import entries
 
 SCHEMA: Final = "shadow-retired/v1"
 DEFAULT_PATH: Final = Path(__file__).resolve().parent.parent / "policy" / "retired.v1.json"
@@ -44,31 +45,21 @@ class Retired:
 
 
 def parse(doc: Any, src: str = "<retired entry points>") -> list[Retired]:
-    """The registry, validated (file and JSON pointer on any problem)."""
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise InputError(src, "/schema", f'"{SCHEMA}"', "another value")
-    entries = doc.get("retired")
-    if not isinstance(entries, list) or not entries:
-        raise InputError(src, "/retired", "a non-empty array of retired entry points",
-                         type(entries).__name__)
+    """The registry, validated (file and JSON pointer on any problem;
+    :func:`shadow.policy_file.entries`: documented fields, non-empty, unique names)."""
     out: list[Retired] = []
-    for i, e in enumerate(entries):
-        if not isinstance(e, dict):
-            raise InputError(src, f"/retired/{i}", "an object", type(e).__name__)
-        extra = sorted(set(e) - set(FIELDS))
-        if extra:
-            raise InputError(src, f"/retired/{i}/{extra[0]}", "only " + ", ".join(FIELDS),
-                             "an unknown field")
-        for f in FIELDS:
-            if not isinstance(e.get(f), str) or not e[f].strip():
-                raise InputError(src, f"/retired/{i}/{f}", "a non-empty string",
-                                 "nothing" if f not in e else type(e[f]).__name__)
+    for ptr, e in entries(doc, src, schema=SCHEMA, key="retired", noun="retired entry point",
+                          fields=FIELDS, required=FIELDS, top=("schema", "retired"),
+                          ident="name"):
         if e["match"] not in ("exact", "prefix"):
-            raise InputError(src, f"/retired/{i}/match", '"exact" or "prefix"', "another value")
+            raise InputError(src, f"{ptr}/match", '"exact" or "prefix"', "another value")
         if (e["match"] == "prefix") != e["name"].endswith("*"):
-            raise InputError(src, f"/retired/{i}/name", "a name ending in * exactly when "
-                             "match is prefix", "another name")
+            raise InputError(src, f"{ptr}/name", "a name ending in * exactly when match is "
+                             "prefix", "another name")
         out.append(Retired(**{f: e[f] for f in FIELDS}))
+    if not out:
+        raise InputError(src, "/retired", "a non-empty array of retired entry points",
+                         "an empty array")
     return out
 
 
