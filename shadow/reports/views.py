@@ -242,8 +242,3 @@ def fixture_stream(cases: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """The cases grouped by fixture (what the HTML's per-fixture section lists)."""
     for fx, group in itertools.groupby(cases, key=lambda c: c["fixture"]):
         yield {"fixture": fx, "anchor": fixture_anchor(fx), "cases": list(group)}
-
-
-def filtered(seq: Sequence[Any], keep: Callable[[Any], bool], n: int) -> Lazy:
-    """The elements of ``seq`` that ``keep`` keeps (``n`` of them), lazily."""
-    return Lazy(lambda: (x for x in seq if keep(x)), n)

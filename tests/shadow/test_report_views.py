@@ -115,8 +115,10 @@ def test_lazy_views_index_and_slice_like_lists() -> None:
     with pytest.raises(IndexError):
         lazy[7]
     assert not views.Lazy(lambda: iter(()), 0)
-    odd = views.filtered(items, lambda x: x["n"] % 2 == 1, 3)
-    assert list(odd) == [x for x in items if x["n"] % 2] and len(odd) == 3
+    odd = views.records([{"fixture": "f", "surface": "s", "reason_code": "c",
+                          "severity": "minor", "n": i} for i in range(7)],
+                        keep=lambda d: d["n"] % 2 == 1)
+    assert [r["id"] for r in odd] == ["d-2", "d-4", "d-6"] and len(odd) == 3
     assert repr(lazy) == "Lazy(len=7)"  # never the contents
 
 
