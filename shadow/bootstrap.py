@@ -85,9 +85,13 @@ def session_store(kind: Literal["sqlite", "jsonl"], path: Path, profile: Profile
         yield JsonlSessionPort(path, profile=profile, read_only=read_only)
 
 
-def thread_store(root: Path, clock: Callable[[], int]) -> JsonlSessionPort:
-    """The JSONL session store at ``root`` (the app server's threads): created by the first
-    write, never by a read."""
+def thread_store(root: Path, clock: Callable[[], int], kind: str = "jsonl"
+                 ) -> JsonlSessionPort | SqliteSessionPort:
+    """The session store whose sessions are the app server's threads: the JSONL folder
+    ``root`` (created by the first write, never by a read), or the SQLite file ``root``
+    (``kind="sqlite"``; the caller closes it)."""
+    if kind == "sqlite":
+        return SqliteSessionPort(root)
     return JsonlSessionPort(root, clock=clock)
 
 

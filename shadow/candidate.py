@@ -49,6 +49,8 @@ from shadow.surfaces._messages import summary_doc, summary_fields
 
 CANDIDATE_SCHEMA: Final = "shadow-candidate/v1"
 PlanFn = Callable[[Mapping[str, Any]], dict[str, Any]]
+#: one planner call: its request and the plan, or the kernel's refusal
+PlanCall = tuple[Mapping[str, Any], "dict[str, Any] | KernelError"]
 _TRUST = ("host", "verified", "user", "external", "untrusted")
 _SENS = ("public", "internal", "personal", "secret", "restricted")
 PROVIDER_ENTRIES: Final = {
@@ -115,6 +117,33 @@ class KernelCandidate:
             "memory": memory_candidate.IDENTITY,
             "policy": "shadow-policy/v1",
         }
+
+    @property
+    def serves(self) -> bool:
+        """Whether this is the kernel's own planner (what ``shadow app-server`` runs), so
+        its served surfaces can be judged against it (:mod:`shadow.served`)."""
+        return self._plan is _default_plan
+
+    def with_planner(self, plan_fn: PlanFn) -> KernelCandidate:
+        """The same candidate (recordings included) planning with ``plan_fn``."""
+        return KernelCandidate(plan_fn, self._recordings)
+
+    def recording(self) -> tuple[KernelCandidate, list[PlanCall]]:
+        """The same candidate, keeping each of its planner's calls in order: (request,
+        the plan or the :class:`KernelError` it raised) — what a served surface sends."""
+        calls: list[PlanCall] = []
+        inner = self._plan
+
+        def plan(request: Mapping[str, Any]) -> dict[str, Any]:
+            try:
+                out = inner(request)
+            except KernelError as exc:
+                calls.append((request, exc))
+                raise
+            calls.append((request, out))
+            return out
+
+        return KernelCandidate(plan, self._recordings), calls
 
     # -- dispatch ------------------------------------------------------------------------
     def project(self, canon: Canon, capture: Capture,

@@ -43,7 +43,7 @@ def cmd_kernel_batch(args: argparse.Namespace) -> int:
 def cmd_app_server(args: argparse.Namespace) -> int:
     from shadow.app_server.server import main as serve
 
-    return serve(args.sessions, args.memory, args.config)
+    return serve(args.sessions, args.memory, args.config, args.session_store)
 
 
 def _silence_stdout() -> None:
@@ -77,8 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     kb.set_defaults(func=cmd_kernel_batch)
     a = sub.add_parser("app-server", help="the kernel behind JSON-RPC 2.0 over stdio, one "
                        "JSON object per line (docs/app-server.md)")
-    a.add_argument("--sessions", metavar="DIR", help="the JSONL session store whose sessions "
-                   "are the threads (thread/*); without it thread methods answer -32000")
+    a.add_argument("--sessions", metavar="PATH", help="the session store whose sessions "
+                   "are the threads (thread/*): a JSONL folder, or with --session-store "
+                   "sqlite a SQLite file; without it thread methods answer -32000")
+    a.add_argument("--session-store", choices=("jsonl", "sqlite"), default="jsonl",
+                   help="the kind of --sessions (default: jsonl)")
     a.add_argument("--memory", metavar="DIR", help="the memory store folder the four memory "
                    "tools read (memory/list, read, search, addNote); without it they answer "
                    "-32000")

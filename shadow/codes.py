@@ -26,8 +26,9 @@ Severity rules applied by the divergence engine (see ``severity_for``):
   never ``blocking`` (the cutover fixes legacy defects; they are reported, they do not
   gate the candidate);
 * ``noise.*`` codes are always ``info`` and can never block;
-* ``fixture.invalid`` (a quarantined fixture) and ``candidate.unavailable`` (a candidate
-  that produced nothing to judge) are always ``blocking``: missing evidence is never a GO.
+* ``fixture.invalid`` (a quarantined fixture), ``candidate.unavailable`` (a candidate
+  that produced nothing to judge), ``replay.crashed`` and ``served.unavailable`` are
+  always ``blocking``: missing evidence is never a GO.
 
 One failure rule (``counts_against_candidate`` / ``fails``) decides what a "failing"
 case is for the run, JUnit, the pytest plugin, the reports and the gate: a divergence
@@ -232,6 +233,17 @@ _TABLE: Final[tuple[ReasonCode, ...]] = (
                "The candidate cannot produce a projection for this surface (not built, "
                "not recorded, or it failed).",
                "Recorded candidate folder has no projection for `s/cli.compress`."),
+    ReasonCode("served.unavailable", _B, False,
+               "The kernel served by `shadow app-server` (surface `app-server`, or the SDK: "
+               "`sdk`) gave no projection: the server ended, hung past its timeout, wrote "
+               "something that is not a protocol line, or answered an error that is not a "
+               "kernel refusal (docs/app-server.md).",
+               "`sdk.cli.compress`: ServerGone, \"no answer within 60 s\"."),
+    ReasonCode("served.mismatch", _M, False,
+               "The served kernel's projection differs from the in-process kernel's in "
+               "fields no other code names (design 108 §14: every surface gives the same "
+               "plan for the same input).",
+               "`app-server.desktop.compress`: fields [\"facts\"] differ."),
     # -- noise: normalised, never blocking --------------------------------------------------
     ReasonCode("noise.path_format", _I, False,
                "Only platform path separators in metadata differ.",
@@ -310,7 +322,7 @@ REGISTRY: Final[Mapping[str, ReasonCode]] = MappingProxyType({c.code: c for c in
 NOGO_CODES: Final = frozenset(c.code for c in _TABLE if c.nogo)
 PROTECTION_CODES: Final = frozenset(c.code for c in _TABLE if c.protection)
 ALWAYS_BLOCKING: Final = frozenset({"fixture.invalid", "candidate.unavailable",
-                                    "replay.crashed"})
+                                    "replay.crashed", "served.unavailable"})
 
 
 def get(code: str) -> ReasonCode:

@@ -50,6 +50,7 @@ from typing import Any, Final
 
 from shadow.errors import InputError, ShadowError, UsageError
 from shadow.mapstep import MapContext, Task, UnitResult, crashed, fingerprint, judge_batch
+from shadow.served import close_process
 
 EXECUTORS: Final = ("serial", "process", "dask")
 DEFAULT_FIXTURE_TIMEOUT: Final = 600.0
@@ -149,8 +150,11 @@ def run_map(tasks: Iterable[Task], ctx: MapContext, opts: MapOptions, total: int
         on_result(r)
 
     if opts.executor == "serial":
-        for t in tasks:
-            checked(judge_batch((t,), ctx)[0])
+        try:
+            for t in tasks:
+                checked(judge_batch((t,), ctx)[0])
+        finally:
+            close_process()  # the served surfaces' server ends with the run
     elif opts.executor == "process":
         _ProcessMap(ctx, opts, checked).run(_batches(tasks, size))
     else:

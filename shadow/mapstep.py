@@ -46,6 +46,7 @@ class MapContext:
     noise: NoiseRules = NO_RULES
     recordings: str | None = None  # a scenario with provider exchanges needs its cassette
     keep_projections: bool = False  # only ``--record-candidate`` needs them
+    served: bool = False  # judge the served surfaces too (:mod:`shadow.served`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,7 @@ def _missing_cassette(scenario: Any, recordings: str | None) -> FixtureError | N
 def judge_unit(task: Task, ctx: MapContext) -> UnitResult:
     from shadow.fixtures import scenario_from_files
     from shadow.replay import replay_fixture, selected
+    from shadow.served import for_this_process
 
     if task.error is not None:
         return UnitResult(task.name, "quarantined", task.origin,
@@ -122,7 +124,8 @@ def judge_unit(task: Task, ctx: MapContext) -> UnitResult:
         return UnitResult(task.name, "no_cassette", task.origin, scenario.digest, key,
                           scenario.synthetic, quarantine=(error_row(missing),))
     try:
-        r = replay_fixture(scenario, ctx.candidate, ctx.surfaces)
+        r = replay_fixture(scenario, ctx.candidate, ctx.surfaces,
+                           for_this_process() if ctx.served else None)
     except InputError:
         raise
     except Exception as exc:  # a harness bug on this fixture: named, and the run goes on

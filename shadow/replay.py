@@ -15,9 +15,11 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from shadow import served as served_mod
 from shadow.anchor import anchor
-from shadow.candidate import Candidate
+from shadow.candidate import Candidate, KernelCandidate, PlanCall
 from shadow.canonical import Canon, canonicalize
 from shadow.divergence import Divergence, Violation, consistency, make
 from shadow.divergence.claims import canon_items
@@ -26,6 +28,7 @@ from shadow.divergence.invariants import Assessment, assess, source_index
 from shadow.errors import InputError
 from shadow.fixtures import Capture, Scenario
 from shadow.projection import Projection, to_wire
+from shadow.served import Served
 from shadow.surfaces import TWINS, Adapter, adapter_for
 
 
@@ -80,70 +83,116 @@ def learned_noise(cap: Capture, judged: Projection, adapter: Adapter, canon: Can
 
 
 def replay_fixture(scenario: Scenario, candidate: Candidate,
-                   surfaces: Sequence[str] = ()) -> FixtureResult:
-    """Map step for one fixture (see module docstring)."""
+                   surfaces: Sequence[str] = (), served: Served | None = None) -> FixtureResult:
+    """Map step for one fixture (see module docstring).  With ``served`` (``shadow run``
+    with the live kernel), every capture the kernel plans is judged again through the
+    server and the SDK (:mod:`shadow.served`)."""
     fx = scenario.name
     canon = canonicalize(fx, scenario.input)
     siblings = {c.name: c for c in scenario.captures}
-    index = source_index(canon)
-    divs: list[Divergence] = []
-    defects: list[Divergence] = []
-    cand_out: list[Projection] = []
-    baselines: dict[str, tuple[Projection, Assessment]] = {}
-    comparisons = 0
-    cases: list[str] = []
+    acc = _Fixture(fx, canon, siblings, source_index(canon))
+    kernel = candidate if isinstance(candidate, KernelCandidate) and candidate.serves else None
+    serve = served is not None and canon.kind != "memory" and kernel is not None
     for cap in scenario.captures:
-        if not selected(cap.name, cap.surface, surfaces):
-            continue
-        cases.append(cap.name)
+        want = served_mod.wanted(cap.name, surfaces) if serve else ()
+        cand: Candidate = candidate
+        calls: list[PlanCall] = []
+        if want and kernel is not None:  # the in-process planner's calls, to send again
+            cand, calls = kernel.recording()
+        if selected(cap.name, cap.surface, surfaces):
+            local = acc.capture(cap, bool(want), cand)
+        else:
+            local = acc.local(cap, cand) if want else None
+        if want and local is not None:
+            assert served is not None
+            cases, divs = served_mod.judge(candidate, served, canon, cap, siblings, local,
+                                           calls, want)
+            acc.cases += cases
+            acc.divs += divs
+            acc.comparisons += len(cases)
+    for x, y in TWINS:
+        if x in acc.baselines and y in acc.baselines:
+            (bx, sx), (by, sy) = acc.baselines[x], acc.baselines[y]
+            acc.divs += compare(bx, by, sx.violations, sy.violations, surface=f"{x}~{y}",
+                                twin=True, claims_a=sx.claims, claims_b=sy.claims)
+            acc.comparisons += 1
+            acc.cases.append(f"{x}~{y}")
+    return FixtureResult(fx, acc.comparisons, tuple(sorted(acc.divs, key=lambda d: d.sort_key)),
+                         tuple(sorted(acc.defects, key=lambda d: d.sort_key)),
+                         tuple(acc.cand_out), tuple(sorted(acc.cases)))
+
+
+@dataclass
+class _Fixture:
+    """What the judgement of one fixture's captures accumulates."""
+
+    fx: str
+    canon: Canon
+    siblings: Mapping[str, Capture]
+    index: Any
+    divs: list[Divergence] = field(default_factory=list)
+    defects: list[Divergence] = field(default_factory=list)
+    cand_out: list[Projection] = field(default_factory=list)
+    baselines: dict[str, tuple[Projection, Assessment]] = field(default_factory=dict)
+    comparisons: int = 0
+    cases: list[str] = field(default_factory=list)
+
+    def local(self, cap: Capture, cand: Candidate) -> Projection | None:
+        """The in-process candidate's projection of ``cap`` alone (not judged: for a
+        served surface selected without its capture)."""
+        try:
+            return cand.project(self.canon, cap, self.siblings)
+        except InputError:
+            raise
+        except Exception:  # judged where the capture itself is selected
+            return None
+
+    def capture(self, cap: Capture, need: bool, cand: Candidate) -> Projection | None:
+        """Judge one capture against the candidate; the candidate's raw projection (None
+        when it gave none, or when no adapter judged the capture and ``need`` is false)."""
+        fx, canon, siblings = self.fx, self.canon, self.siblings
+        self.cases.append(cap.name)
         adapter = adapter_for(cap.name)
         if adapter is None:
-            divs.append(make(fx, cap.name, "unclassified", "none", (),
-                             {"problem": "no surface adapter for this capture",
-                              "attribution_reason": "no adapter reads this capture"}))
-            continue
+            self.divs.append(make(fx, cap.name, "unclassified", "none", (),
+                                  {"problem": "no surface adapter for this capture",
+                                   "attribution_reason": "no adapter reads this capture"}))
+            return self.local(cap, cand) if need else None
         try:
             b = adapter(canon, cap, siblings)
         except Exception as exc:  # an output shape no adapter rule explains: a finding
-            divs.append(make(fx, cap.name, "unclassified", "none", (),
-                             {"problem": "surface adapter failed", "error": type(exc).__name__,
-                              "attribution_reason": "the capture's shape is unexplained"}))
-            continue
+            self.divs.append(make(fx, cap.name, "unclassified", "none", (),
+                                  {"problem": "surface adapter failed",
+                                   "error": type(exc).__name__,
+                                   "attribution_reason": "the capture's shape is unexplained"}))
+            return self.local(cap, cand) if need else None
         if cap.noise:
-            divs += learned_noise(cap, b, adapter, canon, siblings)
-        sb = assess(b, canon, index)
-        baselines[cap.name] = (b, sb)
-        defects += _as_divs(fx, cap.name, sb.violations, "baseline")
+            self.divs += learned_noise(cap, b, adapter, canon, siblings)
+        sb = assess(b, canon, self.index)
+        self.baselines[cap.name] = (b, sb)
+        self.defects += _as_divs(fx, cap.name, sb.violations, "baseline")
         try:
-            a = candidate.project(canon, cap, siblings)
+            a = cand.project(canon, cap, siblings)
         except InputError:
             raise  # a malformed or incomplete recorded candidate: refused (exit 2)
         except Exception as exc:  # a candidate crash is a finding, never a harness crash
-            divs.append(make(fx, cap.name, "candidate.unavailable", "candidate", (),
-                             {"error": type(exc).__name__}))
-            continue
-        cand_out.append(a)
+            self.divs.append(make(fx, cap.name, "candidate.unavailable", "candidate", (),
+                                  {"error": type(exc).__name__}))
+            return None
+        self.cand_out.append(a)
         if a.status == "error" and a.error == "not_recorded":
-            divs.append(make(fx, cap.name, "candidate.unavailable", "candidate", (),
-                             {"error": "not_recorded"}))
-            continue
+            self.divs.append(make(fx, cap.name, "candidate.unavailable", "candidate", (),
+                                  {"error": "not_recorded"}))
+            return None
+        raw = a
         a = anchor(a, b, canon, cap, siblings)  # offered ids, limits, recorded truths
-        sa = assess(a, canon, index, candidate=True)
+        sa = assess(a, canon, self.index, candidate=True)
         sa.violations.extend(consistency.check(a, b, canon_items(canon)))  # about its input?
-        divs += _as_divs(fx, cap.name, sa.violations, "candidate")
-        divs += compare(a, b, sa.violations, sb.violations, claims_a=sa.claims,
-                        claims_b=sb.claims)
-        comparisons += 1
-    for x, y in TWINS:
-        if x in baselines and y in baselines:
-            (bx, sx), (by, sy) = baselines[x], baselines[y]
-            divs += compare(bx, by, sx.violations, sy.violations, surface=f"{x}~{y}",
-                            twin=True, claims_a=sx.claims, claims_b=sy.claims)
-            comparisons += 1
-            cases.append(f"{x}~{y}")
-    return FixtureResult(fx, comparisons, tuple(sorted(divs, key=lambda d: d.sort_key)),
-                         tuple(sorted(defects, key=lambda d: d.sort_key)), tuple(cand_out),
-                         tuple(sorted(cases)))
+        self.divs += _as_divs(fx, cap.name, sa.violations, "candidate")
+        self.divs += compare(a, b, sa.violations, sb.violations, claims_a=sa.claims,
+                             claims_b=sb.claims)
+        self.comparisons += 1
+        return raw
 
 
 def replay_all(scenarios: Sequence[Scenario], candidate: Candidate,

@@ -166,8 +166,12 @@ def _may_select(pattern: str) -> bool:
     import fnmatch
 
     from shadow.fixtures import SURFACES
+    from shadow.served import SURFACES as SERVED
     from shadow.surfaces import ADAPTERS, adapter_for
 
+    for served in SERVED:  # sdk, app-server, sdk.cli.compress ...
+        if fnmatch.fnmatchcase(served, pattern) or pattern.startswith(served + "."):
+            return True
     return (any(fnmatch.fnmatchcase(n, pattern) for n in (*ADAPTERS, *SURFACES))
             or adapter_for(pattern) is not None)
 
@@ -206,7 +210,8 @@ def execute(opts: RunOptions) -> RunResult:
     candidate = cand_mod.make_candidate(opts.candidate, opts.recordings)
     now = opts.now or dt.datetime.now(dt.UTC)
     ctx = MapContext(candidate, tuple(opts.surfaces), noise, opts.recordings,
-                     keep_projections=bool(opts.record_candidate))
+                     keep_projections=bool(opts.record_candidate),
+                     served=bool(getattr(candidate, "serves", False)))
     with open_source(opts.fixtures) as source:
         empty = source.nothing_to_judge()
         if empty is not None:

@@ -5,7 +5,9 @@ Each is the memory folder's own tool (:func:`shadow.bootstrap.memory_folder`) wi
 path rules: relative paths only, no hidden name, link or traversal, only the readable
 areas (``MEMORY.md``, ``memory_summary.md``, ``rollout_summaries/``, the notes);
 ``memory/addNote`` writes a new ad-hoc note only (never ``MEMORY.md`` or the summary) and
-refuses secret material.  A refusal is ``-32602`` with the kernel's code and the field.
+refuses secret material.  Params are checked by the server against ``protocol.v1.json``
+(:mod:`shadow.app_server.schema`); a refusal of the folder is ``-32602`` with the
+kernel's code and the field.
 """
 
 from __future__ import annotations
@@ -19,13 +21,7 @@ from kernel.errors import KernelError
 from shadow.app_server import protocol as rpc
 
 NO_FOLDER: Final = -32000
-#: method -> (params it takes, the required ones)
-PARAMS: Final[Mapping[str, tuple[frozenset[str], frozenset[str]]]] = {
-    "memory/list": (frozenset({"path"}), frozenset()),
-    "memory/read": (frozenset({"path", "startLine", "endLine"}), frozenset({"path"})),
-    "memory/search": (frozenset({"query", "limit"}), frozenset({"query"})),
-    "memory/addNote": (frozenset({"title", "body"}), frozenset({"title", "body"})),
-}
+METHODS: Final = ("memory/list", "memory/read", "memory/search", "memory/addNote")
 
 
 @dataclass
@@ -33,16 +29,8 @@ class MemoryTools:
     root: Path | None
 
     def call(self, method: str, params: Any) -> Any:
-        allowed, required = PARAMS[method]
-        if params is None:
-            params = {}
-        if not isinstance(params, dict):
-            raise rpc.InvalidParams(f"{method} params must be an object")
-        extra = sorted(set(params) - allowed)
-        missing = sorted(required - set(params))
-        if extra or missing:
-            raise rpc.InvalidParams(f"{method} params: " + ", ".join(sorted(allowed)),
-                                    {"unknown": extra, "missing": missing})
+        """Run a tool; its params already fit ``protocol.v1.json`` (the server checked)."""
+        params = params or {}
         if self.root is None:
             raise rpc.RpcError(NO_FOLDER, "No memory folder",
                                {"expected": "shadow app-server --memory DIR"})

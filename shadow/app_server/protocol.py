@@ -38,8 +38,11 @@ INTERNAL_ERROR: Final = -32603
 NOT_INITIALIZED: Final = -32002
 RETIRED: Final = -32004
 
-#: the longest line read (bytes, newline excluded); longer ones are refused unread
-MAX_LINE_BYTES: Final = 1 << 20
+#: the longest line read (bytes, newline excluded); longer ones are refused unread.  A
+#: ``context/plan`` request carries its session's items whole: 32 MiB holds the longest
+#: string the harness accepts (``shadow.boundary.MAX_STRING``, 16 MiB) even with every
+#: character escaped; 1 MiB refused the bundled ``large-tool-output-1mib`` (a 2 MiB line)
+MAX_LINE_BYTES: Final = 32 << 20
 _MEMBERS: Final = frozenset({"jsonrpc", "id", "method", "params"})
 
 

@@ -19,8 +19,9 @@ from typing import Any, BinaryIO, Final, TextIO
 
 from shadow.app_server import protocol as rpc
 from shadow.app_server import retired as retired_mod
-from shadow.app_server.memory_tools import PARAMS as MEMORY_TOOLS
+from shadow.app_server.memory_tools import METHODS as MEMORY_TOOLS
 from shadow.app_server.memory_tools import MemoryTools
+from shadow.app_server.schema import Schema
 from shadow.app_server.soul import METHODS as SOUL_METHODS
 from shadow.app_server.soul import SoulConfig
 from shadow.app_server.threads import Job, Threads
@@ -69,14 +70,16 @@ class Server:
     threads: Threads = field(default_factory=_threads)
     memory: MemoryTools = field(default_factory=lambda: MemoryTools(None))
     soul: SoulConfig = field(default_factory=lambda: SoulConfig(None))
+    schema: Schema = field(default_factory=Schema)  # protocol.v1.json: every method's params
     initialized: bool = False  # initialize answered
     ready: bool = False  # initialized notification received
     outbox: list[dict[str, Any]] = field(default_factory=list)  # after the answers
     jobs: list[Job] = field(default_factory=list)  # then these, each streaming
 
     def methods(self) -> list[str]:
-        return sorted({"initialize", *KERNEL_METHODS, *THREAD_METHODS, *MEMORY_TOOLS,
-                       *SOUL_METHODS})
+        """The request methods (``protocol.v1.json``), as ``initialize`` lists them."""
+        return [m for m in self.schema.methods()
+                if self.schema.doc["methods"][m]["kind"] == "request"]
 
     def dispatch(self, method: str, params: Any, notify: bool) -> Any:
         gone = retired_mod.find(self.registry, method)
@@ -86,13 +89,14 @@ class Server:
         if method == "initialized" and notify:
             self.ready = self.initialized
             return None
-        if method == "initialize":
-            return self._initialize(params)
         if method not in self.methods():
             raise rpc.RpcError(rpc.METHOD_NOT_FOUND, "Method not found", {"method": method})
-        if not self.initialized:
+        if not self.initialized and method != "initialize":
             raise rpc.RpcError(rpc.NOT_INITIALIZED, "Not initialized",
                                {"expected": "initialize first"})
+        self.schema.check(method, params)
+        if method == "initialize":
+            return self._initialize()
         if method in KERNEL_METHODS:
             return _kernel(KERNEL_METHODS[method], params)
         if method in MEMORY_TOOLS:
@@ -121,12 +125,7 @@ class Server:
             return out
         return self.jobs.pop(0) if self.jobs else None
 
-    def _initialize(self, params: Any) -> dict[str, Any]:
-        if params is not None and not isinstance(params, dict):
-            raise rpc.InvalidParams("initialize params must be an object")
-        info = (params or {}).get("clientInfo")
-        if info is not None and not isinstance(info, dict):
-            raise rpc.InvalidParams("clientInfo must be an object", {"field": "clientInfo"})
+    def _initialize(self) -> dict[str, Any]:
         if self.initialized:
             raise rpc.RpcError(rpc.INVALID_REQUEST, "Already initialized",
                                {"expected": "initialize once per connection"})
@@ -173,10 +172,16 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, log: TextIO, *,
 
 
 def main(sessions: str | None = None, memory: str | None = None,
-         config: str | None = None) -> int:
+         config: str | None = None, session_store: str = "jsonl") -> int:
     from pathlib import Path
 
-    server = Server(threads=Threads(Path(sessions) if sessions else None, _uuid, _wall_ms),
-                    memory=MemoryTools(Path(memory) if memory else None),
+    from shadow.app_server.threads import DEFAULT_POLICY
+
+    threads = Threads(Path(sessions) if sessions else None, _uuid, _wall_ms, DEFAULT_POLICY,
+                      session_store)
+    server = Server(threads=threads, memory=MemoryTools(Path(memory) if memory else None),
                     soul=SoulConfig(Path(config) if config else None))
-    return serve(sys.stdin.buffer, sys.stdout.buffer, sys.stderr, server=server)
+    try:
+        return serve(sys.stdin.buffer, sys.stdout.buffer, sys.stderr, server=server)
+    finally:
+        threads.close()

@@ -1,7 +1,9 @@
 """Threads over a session store, and manual compaction through ``thread/compact/start``.
 
-A thread is a session of the project's JSONL session store (``--sessions DIR``,
-:func:`shadow.bootstrap.thread_store`: hash-chained, compare-and-swap appends).
+A thread is a session of one of the project's session stores: the JSONL store
+(``--sessions DIR``: hash-chained transcripts) or the SQLite store (``--sessions FILE
+--session-store sqlite``), both with compare-and-swap appends
+(:func:`shadow.bootstrap.thread_store`).
 ``thread/start`` creates one, ``thread/resume`` and ``thread/read`` find one (``-32602``
 for an unknown ``threadId``).  ``thread/compact/start`` takes params exactly
 ``{threadId}`` (:func:`kernel.compaction.thread.accept_thread_compact_start`), answers
@@ -40,18 +42,9 @@ NO_STORE: Final = -32000
 Job = Callable[[], Iterator[dict[str, Any]]]
 
 
-def _thread_id(params: Any, method: str) -> str:
-    if not isinstance(params, dict):
-        raise rpc.InvalidParams(f"{method} params must be an object", {"expected": "{threadId}"})
-    unknown = sorted(str(k) for k in params if k != "threadId")
-    if unknown:
-        raise rpc.InvalidParams(f"{method} params accept only threadId",
-                                {"field": "params", "unknown": unknown})
-    tid = params.get("threadId")
-    if not isinstance(tid, str) or not tid or len(tid) > 160:
-        raise rpc.InvalidParams("threadId must be a string between 1 and 160 characters",
-                                {"field": "threadId"})
-    return tid
+def _thread_id(params: Any) -> str:
+    """The ``threadId`` of params the server checked against ``protocol.v1.json``."""
+    return str(params["threadId"])
 
 
 @dataclass
@@ -62,6 +55,8 @@ class Threads:
     new_id: Callable[[], str]
     clock: Callable[[], int]  # epoch milliseconds
     policy: Mapping[str, Any] = field(default_factory=lambda: DEFAULT_POLICY)
+    kind: str = "jsonl"  # or "sqlite": ``root`` is the SQLite file
+    _open: Any = field(default=None, repr=False)  # the SQLite store, opened by its first call
 
     def _port(self) -> Any:
         if self.root is None:
@@ -69,7 +64,17 @@ class Threads:
                 "expected": "shadow app-server --sessions DIR"})
         from shadow import bootstrap
 
-        return bootstrap.thread_store(self.root, self.clock)
+        if self.kind != "sqlite":  # a folder of files: read afresh by every call
+            return bootstrap.thread_store(self.root, self.clock)
+        if self._open is None:  # one connection for the server's life
+            self._open = bootstrap.thread_store(self.root, self.clock, self.kind)
+        return self._open
+
+    def close(self) -> None:
+        """Close the store (the SQLite connection); the next call opens it again."""
+        port, self._open = self._open, None
+        if port is not None and hasattr(port, "close"):
+            port.close()
 
     def _snapshot(self, tid: str) -> Any:
         try:
@@ -82,28 +87,24 @@ class Threads:
         return snap
 
     def start(self, params: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        if params is not None and not isinstance(params, dict):
-            raise rpc.InvalidParams("thread/start params must be an object")
-        extra = sorted(set(params or {}) - {"title"})
-        if extra:
-            raise rpc.InvalidParams("thread/start params accept only title",
-                                    {"field": "params", "unknown": extra})
         title = (params or {}).get("title", "Untitled")
-        if not isinstance(title, str) or len(title) > 200:
-            raise rpc.InvalidParams("title must be a string of at most 200 characters",
-                                    {"field": "title"})
         tid = f"thr_{self.new_id()}"
-        cas = self._port().start_session(tid, title=title)
-        thread = {"id": tid, "head": cas.new_head}
+        port = self._port()
+        if self.kind == "sqlite":  # the SQLite store keeps no title: an empty session
+            port.seed(tid)
+            head = port.read_snapshot(tid).head
+        else:
+            head = port.start_session(tid, title=title).new_head
+        thread = {"id": tid, "head": head}
         return {"thread": thread}, [rpc.notification("thread/started", {"thread": thread})]
 
     def resume(self, params: Any) -> dict[str, Any]:
-        snap = self._snapshot(_thread_id(params, "thread/resume"))
+        snap = self._snapshot(_thread_id(params))
         return {"thread": {"id": snap.session_id, "head": snap.head,
                            "itemCount": len(snap.items)}}
 
     def read(self, params: Any) -> dict[str, Any]:
-        snap = self._snapshot(_thread_id(params, "thread/read"))
+        snap = self._snapshot(_thread_id(params))
         return {"thread": {"id": snap.session_id, "head": snap.head, "epoch": snap.epoch,
                            "memoryRevision": snap.memory_revision,
                            "items": [dict(i) for i in snap.items]}}

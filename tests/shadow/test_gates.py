@@ -21,7 +21,7 @@ from shadow.gates.stats import min_fixtures_for, wilson_upper
 ROOT = Path(__file__).resolve().parents[2]
 TODAY = "2026-09-01"
 PLATFORMS = ("linux", "windows", "macos")
-SURFACES = ("cli", "desktop", "vscode", "jetbrains", "session-core", "sdk")
+SURFACES = ("cli", "desktop", "vscode", "jetbrains", "session-core", "sdk", "app-server")
 GATE_CODES = ("evidence.missing", "evidence.missing_platform", "evidence.mixed_candidate",
               "evidence.insufficient", "evidence.platform_mismatch", "policy.version_mismatch",
               "policy.check_failed", "policy.divergence_threshold", "policy.nogo_class",

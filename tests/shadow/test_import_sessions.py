@@ -365,7 +365,10 @@ def test_shadow_run_judges_the_import(imported: tuple[Path, ImportResult],
     assert not codes & {"fixture.invalid", "candidate.unavailable", "unclassified"}
     assert not [d for d in report["divergences"] if d["severity"] == "blocking"]
     cases = {(c["fixture"], c["surface"]) for c in report["cases"]}
-    assert len(cases) == 44
+    served = {(f, s) for f, s in cases if s.split(".", 1)[0] in ("sdk", "app-server")}
+    assert len(cases - served) == 44  # two legacy captures per session
+    assert served == {(f, f"{top}.{s}") for f, s in cases - served for top in
+                      ("sdk", "app-server")}  # each judged through the server and the SDK
     texts = [p.read_text(encoding="utf-8") for p in _files(tmp_path / "run")]
     for _rule, _text, secret in CANARIES:
         assert not any(secret.lower() in t.lower() for t in texts)

@@ -51,11 +51,12 @@ def test_each_fixture_and_surface_is_an_item_and_reports_are_written(
     pytester.makepyfile("def test_other():\n    assert True\n")
     result = _run(pytester, "--shadow", "--shadow-fixtures", str(corpus),
                   "--shadow-out", "out", "-rA", "-m", "shadow")
-    # only the shadow items are collected: 8 cases and the phase's gate item, which fails
+    # only the shadow items are collected: 8 legacy cases, 12 served ones (app-server and
+    # sdk, one each per capture the kernel plans) and the phase's gate item, which fails
     # because two fixtures are not enough evidence for phase 1 (as `shadow gate` says)
-    result.assert_outcomes(passed=8, failed=1)
+    result.assert_outcomes(passed=20, failed=1)
     result.stdout.fnmatch_lines([
-        "*collected 9 items*",
+        "*collected 21 items*",
         "*phase 1 (Shared pure kernel and shadow): NO-GO",
         "*evidence.insufficient rate:desktop: desktop: 1 fixtures, at least 5 needed",
         "*= shadow =*",
@@ -66,12 +67,13 @@ def test_each_fixture_and_surface_is_an_item_and_reports_are_written(
         "*PASSED shadow::ide-budget-zero::vscode.context-center",
         "*PASSED shadow::ide-budget-zero::vscode.context-center~jetbrains.context-center",
         "*PASSED shadow::pending-approval::cli.compress",
+        "*PASSED shadow::pending-approval::sdk.cli.compress",
         "FAILED shadow::gate::phase1*",
     ])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     # --shadow-all collects the project's own tests as well
     _run(pytester, "--shadow", "--shadow-all", "--shadow-fixtures", str(corpus),
-         "--shadow-out", "out").assert_outcomes(passed=9, failed=1)
+         "--shadow-out", "out").assert_outcomes(passed=21, failed=1)
     names = sorted(p.name for p in (pytester.path / "out").iterdir())
     assert names == ["evidence.json", "junit.xml", "report.html", "report.json", "report.md"]
 
@@ -81,7 +83,7 @@ def test_blocking_cases_fail(pytester: pytest.Pytester, corpus: Path) -> None:
                                                                       encoding="utf-8")
     result = _run(pytester, "--shadow", "--shadow-fixtures", str(corpus),
                   "--shadow-out", "out")
-    result.assert_outcomes(passed=3, failed=2)
+    result.assert_outcomes(passed=7, failed=2)  # the IDE fixture's 3 cases and 4 served
     result.stdout.fnmatch_lines([
         "*pending-approval / desktop.compress.json: fails at phase 1 (fail at blocking*",
         "  d-* blocking fixture.invalid *",
@@ -123,9 +125,10 @@ def test_the_phase_decides_which_severities_fail(pytester: pytest.Pytester,
     result.stdout.fnmatch_lines(["FAILED shadow::pending-approval::cli.compress -*",
                                  "FAILED shadow::pending-approval::cli.jsonl-session -*"])
     # the live kernel has no such divergence: its CLI differences are legacy defects or
-    # reviewed intended differences, which never fail the candidate
+    # reviewed intended differences, which never fail the candidate; and its served
+    # surfaces (sdk.cli.*, app-server.cli.*) agree with it
     _run(pytester, "--shadow", "--shadow-fixtures", str(corpus), "--shadow-out", "out3",
-         "--shadow-phase", "2", "-k", "pending and cli").assert_outcomes(passed=3)
+         "--shadow-phase", "2", "-k", "pending and cli").assert_outcomes(passed=7)
 
 
 def test_bad_input_is_a_usage_error(pytester: pytest.Pytester) -> None:
