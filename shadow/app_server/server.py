@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Final, TextIO
 
+from shadow.app_server import consolidation
 from shadow.app_server import protocol as rpc
 from shadow.app_server import retired as retired_mod
 from shadow.app_server.memory_tools import METHODS as MEMORY_TOOLS
@@ -115,7 +116,9 @@ class Server:
         if method == "thread/read":
             return self.threads.read(params)
         answer, job = self.threads.compact_start(params)
-        self.jobs.append(job)
+        tid, memory_root, threads = str(params["threadId"]), self.memory.root, self.threads
+        self.jobs.append(lambda: consolidation.after_turn(
+            memory_root, tid, job(), lambda: threads.item_count(tid)))
         return answer
 
     def pending(self) -> list[dict[str, Any]] | Job | None:

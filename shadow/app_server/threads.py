@@ -98,6 +98,14 @@ class Threads:
         thread = {"id": tid, "head": head}
         return {"thread": thread}, [rpc.notification("thread/started", {"thread": thread})]
 
+    def item_count(self, tid: str) -> int | None:
+        """How many items the thread holds now (None when it cannot be read)."""
+        try:
+            snap = self._port().read_snapshot(tid)
+        except (KernelError, OSError):
+            return None
+        return None if snap is None else len(snap.items)
+
     def resume(self, params: Any) -> dict[str, Any]:
         snap = self._snapshot(_thread_id(params))
         return {"thread": {"id": snap.session_id, "head": snap.head,

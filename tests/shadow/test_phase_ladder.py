@@ -106,6 +106,17 @@ def test_the_bundled_corpus_fails_phase_1_on_exactly_its_named_findings(
     insufficient = [r for step in report["ladder"][:4] for r in step["reasons"]
                     if r["code"] == "evidence.insufficient"]
     assert insufficient == []
+    # issue 17: phase 4 has sdk and app-server evidence from the bundled corpus, and the
+    # server and the SDK never differ from the in-process kernel (no served case fails)
+    assert main(["gate", "--phase", "4", "--platforms", THIS, "--json",
+                 str(tmp_path / "o2")]) == 1
+    rows = {r["surface"]: r for r in json.loads(capsys.readouterr().out)["surfaces"]
+            if r["phase"] == 4}
+    for served in ("sdk", "app-server"):
+        assert rows[served]["fixtures"] >= 10 and rows[served]["failing"] == 0, rows[served]
+        assert rows[served]["status"] == "pass"
+    assert not [d for d in report["divergences"]
+                if d["surface"].split(".", 1)[0] in ("sdk", "app-server")]
 
 
 @pytest.mark.parametrize("phase", PHASES)

@@ -323,6 +323,40 @@ class MemoryFolder:
             raise StoreFailure("note could not be written") from exc
         raise StoreFailure("no free note name")
 
+    def add_rollout_summary(self, name: str, text: str) -> dict[str, Any]:
+        """Write ``rollout_summaries/<name>.md`` once (a compaction's rollout summary: the
+        one way a compaction result reaches the memory store).  Secret and injection
+        findings are redacted (``[redacted:<label>]``); the same name again returns the
+        file already there, unchanged."""
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}", name) or ".." in name:
+            raise MemoryPathRejected("rollout summary name is not a safe file name",
+                                     details={"field": "name"})  # fmt: skip
+        findings = sorted((f for f in scan(text, trusted=False) if f.category in _DOUBTFUL),
+                          key=lambda f: f.start, reverse=True)  # fmt: skip
+        for f in findings:
+            text = text[: f.start] + f"[redacted:{f.label}]" + text[f.end :]
+        data = (text.rstrip("\n") + "\n").encode("utf-8", "surrogatepass")[:64 * 1024]
+        segments = (*ROLLOUTS, f"{name}.md")
+        self._ensure_root()
+        try:
+            ensure_dirs(self.root, ROLLOUTS)
+            try:
+                fd = open_beneath(self.root, segments, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            except FileExistsError:
+                data = self._read_bytes(segments)
+            else:
+                try:
+                    write_all(fd, data)
+                finally:
+                    os.close(fd)
+        except MemoryPathRejected:
+            raise
+        except OSError as exc:
+            raise StoreFailure("rollout summary could not be written") from exc
+        self._index = None
+        return {"path": "/".join(segments), "bytes": len(data), "digest": _sha(data),
+                "redacted": len(findings)}
+
     # --- search -------------------------------------------------------------------------
 
     def _read_all(self) -> dict[str, bytes]:
