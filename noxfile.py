@@ -25,14 +25,14 @@ def shadow(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The test suite (everything but the slow fault/soak set), the [scale] extra included
     (the Dask executor, Parquet shards and a real scheduler + workers are tested)."""
-    session.install("-e", ".[test,scale]")
+    session.install("-e", ".[test,scale,legacy]")
     session.run("pytest", "-m", "not slow", *session.posargs)
 
 
 @nox.session
 def slow(session: nox.Session) -> None:
     """Long fault-injection, crash and soak runs (not part of CI's test command)."""
-    session.install("-e", ".[test,scale]")
+    session.install("-e", ".[test,scale,legacy]")
     session.run("pytest", "-m", "slow", *session.posargs)
 
 

@@ -196,6 +196,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     from shadow import triage_cli  # explain / waive / intend (triage, issue 13)
 
     triage_cli.add_commands(sub)
+    from shadow import legacy_tools  # inventory / fence-check over a legacy checkout
+
+    legacy_tools.add_commands(sub)
     sy = sub.add_parser(
         "synth", help="write a synthetic corpus for scale tests (never release evidence)",
         description="Write N synthetic sessions built from the bundled captures (seeded, "
