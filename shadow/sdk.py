@@ -37,7 +37,7 @@ from kernel.errors import KernelError
 DEFAULT_TIMEOUT: Final = 60.0
 _EOF: Final = object()
 _TURN: Final = frozenset({"turn/started", "item/started", "item/completed", "turn/completed"})
-__all__ = ["Client", "Connection", "ServerError", "ServerGone", "kernel_error"]
+__all__ = ["Client", "Connection", "ServerError", "ServerGone", "kernel_error", "result_of"]
 
 
 class ServerGone(Exception):
@@ -63,6 +63,17 @@ def kernel_error(error: Mapping[str, Any]) -> Exception:
         return KernelError(str(error.get("message", code)), code=code,
                            details=details if isinstance(details, Mapping) else None)
     return ServerError(int(error.get("code", 0)), str(error.get("message", "")), data)
+
+
+def result_of(answer: Any, ident: Any) -> Any:
+    """The result of ``answer``, the answer to request ``ident``; an error answer raised
+    (:func:`kernel_error`), also one with a null id (the line itself was refused:
+    ``-32700``); any other answer is :class:`ServerGone`."""
+    if isinstance(answer, dict) and "error" in answer and answer.get("id") in (None, ident):
+        raise kernel_error(answer["error"])
+    if not isinstance(answer, dict) or answer.get("id") != ident or "result" not in answer:
+        raise ServerGone("the server answered out of turn")
+    return answer["result"]
 
 
 def _pump(stream: IO[bytes], out: queue.Queue[object]) -> None:
@@ -184,13 +195,7 @@ class Client:
             if isinstance(got, dict) and "id" not in got and "method" in got:
                 self.notifications.append(got)
                 continue
-            if isinstance(got, dict) and got.get("id") is None and "error" in got:
-                raise kernel_error(got["error"])  # the line itself was refused (-32700 ...)
-            if not isinstance(got, dict) or got.get("id") != ident:
-                raise ServerGone("the server answered out of turn")
-            if "error" in got:
-                raise kernel_error(got["error"])
-            return got.get("result")
+            return result_of(got, ident)
 
     def wait_for(self, method: str) -> list[dict[str, Any]]:
         """Every notification up to and including the first ``method`` one, taken."""

@@ -41,7 +41,7 @@ from kernel.errors import KernelError
 from shadow.divergence import Divergence, make
 from shadow.divergence.compare import compare
 from shadow.projection import Projection, to_wire
-from shadow.sdk import Client, ServerError, ServerGone, kernel_error
+from shadow.sdk import Client, ServerError, ServerGone, result_of
 
 SURFACES: Final = ("app-server", "sdk")
 __all__ = ["SURFACES", "Served", "close_process", "for_this_process", "judge", "wanted"]
@@ -89,14 +89,7 @@ class Served:
         conn.send_line(json.dumps({"jsonrpc": "2.0", "id": ident, "method": "context/plan",
                                    "params": request}, ensure_ascii=False,
                                   separators=(",", ":")).encode("utf-8"))
-        answer = conn.receive()
-        if isinstance(answer, dict) and answer.get("id") is None and "error" in answer:
-            raise kernel_error(answer["error"])  # the line itself was refused (-32700 ...)
-        if not isinstance(answer, dict) or answer.get("id") != ident:
-            raise ServerGone("the server answered out of turn")
-        if "error" in answer:
-            raise kernel_error(answer["error"])
-        result = answer.get("result")
+        result = result_of(conn.receive(), ident)
         if not isinstance(result, dict):
             raise ServerGone("context/plan answered something that is not an object")
         return result

@@ -25,7 +25,7 @@ import pytest
 from kernel.errors import KernelError
 from shadow import kernel_rpc
 from shadow.app_server.server import KERNEL_METHODS
-from shadow.sdk import Client, kernel_error
+from shadow.sdk import Client, result_of
 
 ROOT = Path(__file__).resolve().parents[2]
 TSV = ROOT / "tests" / "vectors" / "peer" / "fixtures" / "cross-surface-projection-v1.tsv"
@@ -76,11 +76,7 @@ def _wire(client: Client) -> Call:
         client.connection.send_line(json.dumps(
             {"jsonrpc": "2.0", "id": ident, "method": method, "params": params},
             ensure_ascii=False).encode("utf-8"))
-        answer = client.connection.receive()
-        assert answer["id"] == ident
-        if "error" in answer:
-            raise kernel_error(answer["error"])
-        return answer["result"]
+        return result_of(client.connection.receive(), ident)
     return call
 
 
