@@ -33,6 +33,7 @@ import fnmatch
 import itertools
 import json
 import multiprocessing.util
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -64,6 +65,7 @@ class Served:
     timeout: float = 60.0
     _client: Client | None = field(default=None, repr=False)
     _wire_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def client(self) -> Client:
         if self._client is not None and not self._client.connection.alive:
@@ -73,15 +75,20 @@ class Served:
         return self._client
 
     def close(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            client.close()
+        with self._lock:
+            if self._client is not None:
+                client, self._client = self._client, None
+                client.close()
 
     def planner(self, surface: str) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
-        """``plan_context`` over the wire for ``surface``."""
-        if surface == "sdk":
-            return lambda request: self.client().plan_context(request)
-        return self._wire_plan
+        """``plan_context`` over the wire for ``surface``; one call at a time (a Dask worker
+        may run several threads: one request and its answer never interleave)."""
+        def plan(request: Mapping[str, Any]) -> dict[str, Any]:
+            with self._lock:
+                if surface == "sdk":
+                    return self.client().plan_context(request)
+                return self._wire_plan(request)
+        return plan
 
     def _wire_plan(self, request: Mapping[str, Any]) -> dict[str, Any]:
         conn = self.client().connection
@@ -98,14 +105,18 @@ class Served:
 _PROCESS: list[Served] = []  # at most one: this process's server (see the module docstring)
 
 
+_OPENING = threading.Lock()  # two threads of one worker never start two servers
+
+
 def for_this_process() -> Served:
     """This process's :class:`Served` (one per process: the driver, a pool worker, a Dask
-    worker), ended with the process."""
-    if not _PROCESS:
-        served = Served()
-        _PROCESS.append(served)
-        multiprocessing.util.Finalize(served, served.close, exitpriority=10)
-    return _PROCESS[0]
+    worker, whatever its threads), ended with the process."""
+    with _OPENING:
+        if not _PROCESS:
+            served = Served()
+            _PROCESS.append(served)
+            multiprocessing.util.Finalize(served, served.close, exitpriority=10)
+        return _PROCESS[0]
 
 
 def close_process() -> None:

@@ -309,3 +309,19 @@ def test_threads_over_the_sqlite_session_store(tmp_path: Path) -> None:
             c.compact_thread("thr_nope")
         assert unknown.value.code == rpc.INVALID_PARAMS
     assert SqliteSessionPort(db).verify(tid)
+
+
+def test_threads_sharing_one_served_kernel_never_mix_their_answers() -> None:
+    """A Dask worker may run several threads; they share the process's server."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = [c for c in load_peer_vectors("plan-vectors.json")["cases"] if "result" in c][:24]
+    served = Served()
+    try:
+        jobs = [(served.planner("sdk" if i % 2 else "app-server"), c)
+                for i, c in enumerate(cases)]
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            got = list(pool.map(lambda j: j[0](j[1]["request"]), jobs))
+    finally:
+        served.close()
+    assert got == [c["result"] for c in cases]
