@@ -139,16 +139,24 @@ def _differences(fx: str, case: str, remote: Projection, local: Projection
     return divs
 
 
-def _same(plan: Callable[[Mapping[str, Any]], dict[str, Any]], request: Mapping[str, Any],
-          local: Any) -> bool:
-    """Whether the served planner answers ``request`` as the in-process one did: the same
-    plan, or a refusal with the same code and details."""
+def _answer(plan: Callable[[Mapping[str, Any]], dict[str, Any]],
+            request: Mapping[str, Any]) -> Any:
+    """The served planner's answer to ``request``: the plan, or the kernel's refusal."""
     try:
-        got: Any = plan(request)
+        return plan(request)
     except KernelError as exc:
-        return isinstance(local, KernelError) and (exc.code, exc.details) == (
-            local.code, local.details)
-    return not isinstance(local, KernelError) and got == local
+        return exc
+
+
+def _differing(got: Any, local: Any) -> set[str]:
+    """``plan.<member>`` names where one served answer differs from the in-process one
+    (``plan.error`` for a refusal on one side, or a different refusal); empty if equal."""
+    if isinstance(got, dict) and isinstance(local, dict):
+        return {f"plan.{k}" for k in {*got, *local} if got.get(k) != local.get(k)}
+    if isinstance(got, KernelError) and isinstance(local, KernelError) and (
+            got.code, got.details) == (local.code, local.details):
+        return set()
+    return {"plan.error"}
 
 
 def judge(candidate: Any, served: Served, canon: Any, capture: Any,
@@ -172,13 +180,15 @@ def judge(candidate: Any, served: Served, canon: Any, capture: Any,
         cases.append(case)
         plan = served.planner(surface)
         try:
-            if all(_same(plan, request, out) for request, out in calls):
+            fields = sorted(set().union(*(_differing(_answer(plan, request), out)
+                                          for request, out in calls)))
+            if not fields:
                 continue
             remote = candidate.with_planner(plan).project(canon, capture, siblings)
             found = _differences(fx, case, remote, local)
             if not found:
                 found = [make(fx, case, "served.mismatch", "candidate", (), {
-                    "fields": _plan_fields(plan, calls),
+                    "fields": fields,
                     "attribution_reason": "the served kernel's plan differs from the "
                     "in-process kernel's for the same request"})]
         except (ServerGone, ServerError, OSError) as exc:
@@ -190,20 +200,3 @@ def judge(candidate: Any, served: Served, canon: Any, capture: Any,
                 "attribution_reason": "the served kernel gave no projection to judge"})]
         divs += found
     return cases, divs
-
-
-def _plan_fields(plan: Callable[[Mapping[str, Any]], dict[str, Any]],
-                 calls: Sequence[Any]) -> list[str]:
-    """``plan.<member>`` for each member of a served plan that differs (names only)."""
-    fields: set[str] = set()
-    for request, local in calls:
-        try:
-            got: Any = plan(request)
-        except KernelError as exc:
-            got = exc
-        if isinstance(got, dict) and isinstance(local, dict):
-            fields |= {f"plan.{k}" for k in {*got, *local} if got.get(k) != local.get(k)}
-        elif not (isinstance(got, KernelError) and isinstance(local, KernelError)
-                  and (got.code, got.details) == (local.code, local.details)):
-            fields.add("plan.error")
-    return sorted(fields)
