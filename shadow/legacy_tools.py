@@ -25,6 +25,7 @@ Both print progress lines on stderr on long scans, and never a file's text.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import xml.etree.ElementTree as ET
@@ -72,7 +73,7 @@ def _stage(points: Sequence[Finding]) -> str:
 
 def inventory(result: Scan) -> dict[str, Any]:
     """The writers.v1 document of one scan (see the module docstring)."""
-    entries: list[dict[str, Any]] = [dict(e) for e in OURS]
+    entries: list[dict[str, Any]] = [copy.deepcopy(e) for e in OURS]  # OURS stays as it is
     by_surface: dict[str, list[Finding]] = {}
     for f in result.findings:
         by_surface.setdefault(f.surface, []).append(f)
