@@ -43,7 +43,15 @@ def cmd_kernel_batch(args: argparse.Namespace) -> int:
 def cmd_app_server(args: argparse.Namespace) -> int:
     from shadow.app_server.server import main as serve
 
-    return serve(args.sessions, args.memory, args.config, args.session_store)
+    provider = None
+    if args.provider_url or args.provider_model:
+        if not (args.provider_url and args.provider_model):
+            print("shadow app-server: --provider-url and --provider-model go together",
+                  file=sys.stderr)
+            return 2
+        provider = {"url": args.provider_url, "model": args.provider_model,
+                    "key_env": args.provider_key_env, "timeout": args.provider_timeout}
+    return serve(args.sessions, args.memory, args.config, args.session_store, provider)
 
 
 def _silence_stdout() -> None:
@@ -87,6 +95,15 @@ def build_parser() -> argparse.ArgumentParser:
                    "-32000")
     a.add_argument("--config", metavar="FILE", help="the app configuration file whose "
                    "memory.soul the soul/* methods read and write (never the memory folder)")
+    a.add_argument("--provider-url", metavar="URL", help="an OpenAI-compatible API base "
+                   "(e.g. https://api.openai.com/v1): compaction turns summarize their "
+                   "dropped items with it, and turn/interrupt cancels a call in flight; "
+                   "without it compaction is deterministic (no summarizer)")
+    a.add_argument("--provider-model", metavar="NAME", help="the model of --provider-url")
+    a.add_argument("--provider-key-env", metavar="VAR", help="the environment variable "
+                   "holding the API key (read from there only; none sent without it)")
+    a.add_argument("--provider-timeout", metavar="SECONDS", type=float, default=60.0,
+                   help="connect/read timeout of one provider call (default: 60)")
     a.set_defaults(func=cmd_app_server)
 
     from shadow import commands  # registers run / codes / gate / report / diff when present

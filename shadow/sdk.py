@@ -234,6 +234,11 @@ class Client:
     def read_thread(self, thread_id: str) -> dict[str, Any]:
         return dict(self.request("thread/read", {"threadId": thread_id}))
 
+    def interrupt_turn(self, thread_id: str, turn_id: str) -> dict[str, Any]:
+        """``turn/interrupt``: answered at once, even while the turn runs; the turn's own
+        ``turn/completed`` says whether it was interrupted."""
+        return dict(self.request("turn/interrupt", {"threadId": thread_id, "turnId": turn_id}))
+
     def compact_thread(self, thread_id: str) -> list[dict[str, Any]]:
         """``thread/compact/start``: the outcome is only in the notifications; this turn's
         four are returned in order (others stay in :attr:`notifications`)."""

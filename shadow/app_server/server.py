@@ -12,9 +12,12 @@ input, only at the end of its input.
 
 from __future__ import annotations
 
+import json
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from queue import Queue
 from typing import Any, BinaryIO, Final, TextIO
 
 from shadow.app_server import consolidation
@@ -38,7 +41,7 @@ KERNEL_METHODS: Final[Mapping[str, str]] = {
 }
 _KERNEL_INTERNAL: Final = frozenset({"internal_error"})
 THREAD_METHODS: Final = ("thread/start", "thread/resume", "thread/read",
-                         "thread/compact/start")
+                         "thread/compact/start", "turn/interrupt")
 
 
 def _wall_ms() -> int:
@@ -115,6 +118,8 @@ class Server:
             return self.threads.resume(params)
         if method == "thread/read":
             return self.threads.read(params)
+        if method == "turn/interrupt":
+            return self.threads.interrupt(params)
         answer, job = self.threads.compact_start(params)
         tid, memory_root, threads = str(params["threadId"]), self.memory.root, self.threads
         self.jobs.append(lambda: consolidation.after_turn(
@@ -150,38 +155,100 @@ def _kernel(name: str, params: Any) -> Any:
     raise rpc.InvalidParams(str(err.get("message", "invalid params")), data)
 
 
+_EOF: Final = object()  # the reader thread's last queue entry
+_INTERRUPT: Final = b'"turn/interrupt"'
+
+
+def _interrupt_now(line: bytes | None) -> bool:
+    """Whether ``line`` is one ``turn/interrupt`` request (answered as soon as it is read
+    while a turn runs; every other line waits its turn, in order)."""
+    if line is None or _INTERRUPT not in line:  # the cheap gate; then the exact test
+        return False
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("method") == "turn/interrupt"
+
+
 def serve(stdin: BinaryIO, stdout: BinaryIO, log: TextIO, *,
           server: Server | None = None) -> int:
     """Answer every line of ``stdin`` on ``stdout`` until end of input; 0.  A line's
     answers go first, then the notifications its requests queued, then the turns they
-    started (a compaction's notifications, each written as it happens)."""
+    started (a compaction's notifications, each written as it happens); the next line is
+    handled after that.  A thread reads ahead, so that a ``turn/interrupt`` sent while a
+    turn runs is answered (and reaches the turn) at once; read while no turn runs, it
+    takes its place in line like any other."""
     server = server or Server()
-    for line in rpc.lines(stdin):
+    write = threading.Lock()
+    turning = threading.Event()  # a turn is running
+
+    def send(messages: Sequence[Any]) -> None:
+        with write:
+            for m in messages:
+                stdout.write(rpc.dumps(m))
+            stdout.flush()
+
+    def answer(line: bytes | None) -> None:
         answers = [rpc.too_long()] if line is None else rpc.handle(line, server.dispatch)
-        for a in answers:
-            stdout.write(rpc.dumps(a))
-        stdout.flush()
+        send(answers)
+        with write:
+            for a in answers:
+                for one in (a if isinstance(a, list) else [a]):
+                    err = one.get("error")
+                    log.write(f"app-server: id={'set' if one.get('id') is not None else 'null'}"
+                              f" {'error ' + str(err['code']) if err else 'ok'}\n")
+            log.flush()
+
+    queue: Queue[Any] = Queue()
+
+    def read() -> None:
+        try:
+            for line in rpc.lines(stdin):
+                if turning.is_set() and _interrupt_now(line):
+                    answer(line)
+                else:
+                    queue.put(line)
+        finally:
+            queue.put(_EOF)
+
+    threading.Thread(target=read, name="app-server-reader", daemon=True).start()
+    while (line := queue.get()) is not _EOF:
+        answer(line)
         while (after := server.pending()) is not None:
-            for note in (after if isinstance(after, list) else after()):
-                stdout.write(rpc.dumps(note))
-                stdout.flush()
-        for a in answers:
-            for one in (a if isinstance(a, list) else [a]):
-                err = one.get("error")
-                log.write(f"app-server: id={'set' if one.get('id') is not None else 'null'} "
-                          f"{'error ' + str(err['code']) if err else 'ok'}\n")
-        log.flush()
+            if isinstance(after, list):
+                send(after)
+                continue
+            turning.set()
+            try:
+                for note in after():
+                    send([note])
+            finally:
+                turning.clear()
     return 0
 
 
 def main(sessions: str | None = None, memory: str | None = None,
-         config: str | None = None, session_store: str = "jsonl") -> int:
+         config: str | None = None, session_store: str = "jsonl",
+         provider: Mapping[str, Any] | None = None) -> int:
+    """``shadow app-server``; ``provider``: the keyword arguments of
+    :func:`shadow.app_server.provider.provider` (``url``, ``model``, ...), or None."""
     from pathlib import Path
 
     from shadow.app_server.threads import DEFAULT_POLICY
 
+    summarizer = None
+    if provider is not None:
+        from shadow.app_server.provider import ProviderSetupError
+        from shadow.app_server.provider import provider as make
+
+        try:
+            summarizer = make(**provider, sink=str(DEFAULT_POLICY["sink"]))
+        except ProviderSetupError as exc:
+            print(f"shadow app-server: {exc}", file=sys.stderr)
+            return 2
     threads = Threads(Path(sessions) if sessions else None, _uuid, _wall_ms, DEFAULT_POLICY,
-                      session_store)
+                      session_store, summarizer)
     server = Server(threads=threads, memory=MemoryTools(Path(memory) if memory else None),
                     soul=SoulConfig(Path(config) if config else None))
     try:

@@ -15,11 +15,16 @@ notifications, in this order (:mod:`kernel.compaction.thread`)::
 
 The compaction policy (window, reserves, sink, profile) is the server's
 (:data:`DEFAULT_POLICY`); without a provider the kernel compacts deterministically (no
-summarizer).  Clock and ids are injected (the CLI passes the wall clock and uuid4).
+summarizer).  With one (``provider``: a summarizer per turn, given that turn's cancel
+hook; the CLI's ``--provider-url``) the dropped items are summarized by it, and
+``turn/interrupt {threadId, turnId}`` cancels a running turn: its provider call is given
+up on and the turn completes ``interrupted`` (outcome ``cancelled``).  Clock and ids are
+injected (the CLI passes the wall clock and uuid4).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +33,7 @@ from typing import Any, Final
 
 from kernel.compaction import thread as lifecycle
 from kernel.errors import KernelError
-from kernel.ports import SummaryCancelled
+from kernel.ports import Summarizer, SummaryCancelled
 from shadow.app_server import protocol as rpc
 
 #: the server's compaction policy (design 108 §6 budgets), per thread: its own scope
@@ -40,6 +45,8 @@ DEFAULT_POLICY: Final[Mapping[str, Any]] = MappingProxyType({
 NO_STORE: Final = -32000
 
 Job = Callable[[], Iterator[dict[str, Any]]]
+#: a turn's summarizer, given the turn's cancel hook (true once it is interrupted)
+Provider = Callable[[Callable[[], bool]], Summarizer]
 
 
 def _thread_id(params: Any) -> str:
@@ -56,7 +63,12 @@ class Threads:
     clock: Callable[[], int]  # epoch milliseconds
     policy: Mapping[str, Any] = field(default_factory=lambda: DEFAULT_POLICY)
     kind: str = "jsonl"  # or "sqlite": ``root`` is the SQLite file
+    provider: Provider | None = None  # the summarizer of each compaction turn
     _open: Any = field(default=None, repr=False)  # the SQLite store, opened by its first call
+    #: the running turns: turnId -> (threadId, its cancel flag); ``turn/interrupt`` comes
+    #: from the server's reader thread, hence the lock
+    _running: dict[str, tuple[str, threading.Event]] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _port(self) -> Any:
         if self.root is None:
@@ -127,16 +139,44 @@ class Threads:
         self._snapshot(tid)  # an unknown thread is -32602, before anything is accepted
         return answer, lambda: self._compact(tid)
 
+    def interrupt(self, params: Any) -> dict[str, Any]:
+        """``turn/interrupt``: flag a running turn of this thread as cancelled; ``{}``.
+        Where the turn can still stop (before or during its provider call) it completes
+        ``interrupted``; a turn past that point completes as it would have."""
+        tid, turn = _thread_id(params), str(params["turnId"])
+        with self._lock:
+            running = self._running.get(turn)
+        if running is None or running[0] != tid:
+            raise rpc.InvalidParams("no running turn of this thread has that turnId",
+                                    {"field": "turnId"})
+        running[1].set()
+        return {}
+
     def _compact(self, tid: str) -> Iterator[dict[str, Any]]:
+        turn, item = f"turn_{self.new_id()}", f"item_{self.new_id()}"
+        cancel = threading.Event()
+        with self._lock:
+            self._running[turn] = (tid, cancel)
+        try:
+            yield from self._turn(tid, turn, item, cancel)
+        finally:
+            with self._lock:
+                del self._running[turn]
+
+    def _turn(self, tid: str, turn: str, item: str,
+              cancel: threading.Event) -> Iterator[dict[str, Any]]:
         from kernel.compaction.service import CompactionKernel
 
-        turn, item = f"turn_{self.new_id()}", f"item_{self.new_id()}"
         for n in lifecycle.compaction_started(tid, turn, item):
             yield rpc.notification(n.method, dict(n.params))
         request = {**self.policy, "sessionId": tid,
                    "scopeAdmissions": [{"scope": "session", "scopeId": tid}]}
+        if self.provider is not None:
+            request |= {"summarizer": self.provider(cancel.is_set), "allowFallback": False}
         kernel = CompactionKernel(self._port(), clock=self.clock, new_id=self.new_id)
         try:
+            if cancel.is_set():  # interrupted before it began
+                raise SummaryCancelled()
             receipt = kernel.compact_context(request)
         except SummaryCancelled:
             done = lifecycle.compaction_completed(tid, turn, item, "cancelled",

@@ -32,6 +32,7 @@ import hashlib
 import json
 import math
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -48,6 +49,7 @@ from shadow.errors import SideEffectError
 __all__ = [
     "FALLBACK_STRATEGY",
     "HANDOFF_FIELDS",
+    "CancellableTransport",
     "OpenAICompatClient",
     "OpenAICompatSummarizer",
     "ProviderCancelled",
@@ -111,7 +113,14 @@ HANDOFF_INSTRUCTIONS: Final = (
 
 
 class ProviderCancelled(Exception):
-    """The caller cancelled the provider call (raised by a transport or a cancel hook)."""
+    """The caller cancelled the provider call (raised by a transport or a cancel hook).
+
+    ``sent``: the request had already left this process (a :class:`CancellableTransport`
+    gave up waiting for the answer), so the provider may have run and billed it."""
+
+    def __init__(self, message: str = "cancelled", *, sent: bool = False) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 class ProviderConfigError(Exception):
@@ -303,9 +312,10 @@ def outcome_from_error(error: BaseException, *, request_digest: str | None = Non
                        ) -> ProviderOutcome:
     """Map a transport error or a cancellation to a :class:`ProviderOutcome`."""
     detail = {"error": type(error).__name__}
-    if isinstance(error, ProviderCancelled):
-        return ProviderOutcome(ABORTED, "none", CANCELLED, request_digest=request_digest,
-                               detail=detail)
+    if isinstance(error, ProviderCancelled):  # usage unknown once the request was sent
+        return ProviderOutcome(ABORTED, "unknown" if error.sent else "none", CANCELLED,
+                               request_digest=request_digest,
+                               detail=detail | ({"sent": True} if error.sent else {}))
     if isinstance(error, _NOT_SENT):
         return ProviderOutcome(DEGRADED, "none", PROVIDER_UNAVAILABLE, FALLBACK_STRATEGY,
                                request_digest=request_digest, detail=detail)
@@ -314,6 +324,52 @@ def outcome_from_error(error: BaseException, *, request_digest: str | None = Non
 
 
 # --------------------------------------------------------------------------- client
+
+
+class CancellableTransport(httpx.BaseTransport):
+    """``inner`` (a sync httpx transport), given up on when ``cancelled()`` turns true.
+
+    A sync httpx request cannot be interrupted, so the exchange runs on a daemon thread
+    and the caller waits for it, looking at ``cancelled`` every ``poll`` seconds.  Cancelled
+    before sending: :class:`ProviderCancelled`; cancelled while waiting for the answer:
+    ``ProviderCancelled(sent=True)`` (usage unknown), and the abandoned exchange ends on its
+    own (answer or ``inner``'s timeout), its result dropped.
+    """
+
+    def __init__(self, inner: httpx.BaseTransport, cancelled: Callable[[], bool],
+                 poll: float = 0.05) -> None:
+        self.inner, self.cancelled, self.poll = inner, cancelled, poll
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if self.cancelled():
+            raise ProviderCancelled("cancelled before sending")
+        done = threading.Event()
+        box: dict[str, Any] = {}
+
+        def exchange() -> None:
+            try:
+                response = self.inner.handle_request(request)
+                box["body"] = response.read()  # read here: the caller may be gone
+                box["response"] = response
+                response.close()
+            except BaseException as error:  # handed to the caller, raised there
+                box["error"] = error
+            finally:
+                done.set()
+
+        threading.Thread(target=exchange, name="provider-call", daemon=True).start()
+        while not done.wait(self.poll):
+            if self.cancelled():
+                raise ProviderCancelled("cancelled while waiting for the answer", sent=True)
+        if "error" in box:
+            raise box["error"]
+        sent: httpx.Response = box["response"]
+        return httpx.Response(sent.status_code, headers=sent.headers, content=box["body"],
+                              request=request, extensions=sent.extensions)
+
+    def close(self) -> None:
+        self.inner.close()
+
 
 
 @dataclass(frozen=True, slots=True)
