@@ -16,6 +16,7 @@ import csv
 import io
 import itertools
 import json
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,6 @@ ROOT = Path(__file__).resolve().parents[2]
 TSV = ROOT / "tests" / "vectors" / "peer" / "fixtures" / "cross-surface-projection-v1.tsv"
 OURS = ("app-server", "python-sdk")
 NOT_SERVED = {
-    "provider-normal": "the server compacts threads without a provider",
-    "provider-failure": "the server compacts threads without a provider",
-    "provider-usage-unknown": "the server compacts threads without a provider",
-    "provider-cancelled": "the server compacts threads without a provider",
     "crash-restart": "killing the server inside a deletion commit is not built",
     "offline-replica-reinjection": "replica merge is not a served method",
 }
@@ -269,11 +266,116 @@ SCENARIOS: dict[str, Callable[[Call, dict[str, Any]], dict[str, Any]]] = {
 }
 
 
+# -- the provider outcomes: a thread compacted by a server with a provider ------------------
+
+#: the row's provider outcome -> what the loopback provider stub does
+PROVIDER_MODES = {"settled": "committed", "failed": "aborted",
+                  "unknown": "reconciliation_required", "cancelled": "cancelled"}
+
+
+def _provider_projection(notes: list[dict[str, Any]], items: list[Any]) -> dict[str, Any]:
+    """A compaction turn as the rows state it.  The thread lifecycle's ``cancelled`` is the
+    kernel's ``aborted`` state reached by a ``Cancelled`` event (docs/compaction.md): the
+    rows, like the kernel, call it ``aborted``.  ``provider-backed``: the thread now holds
+    the provider's summary item."""
+    outcome = notes[2]["params"]["item"]["compaction"]["status"]
+    out: dict[str, Any] = {"status": "aborted" if outcome == "cancelled" else outcome,
+                           "turn": notes[3]["params"]["turn"]["status"]}
+    if outcome in ("committed", "degraded"):
+        summarized = any(i.get("sourceRef", {}).get("store") == "provider-summary"
+                         for i in items)
+        out["strategy"] = "provider-backed" if summarized else "deterministic-fallback"
+    return out
+
+
+def _provider_in_process(stub: Any, root: Path, tid: str) -> dict[str, Any]:
+    from shadow.app_server.provider import provider
+    from shadow.app_server.threads import DEFAULT_POLICY, Threads
+
+    counter = itertools.count()
+    threads = Threads(root, lambda: f"{next(counter):04d}", lambda: 1_790_000_000_000,
+                      DEFAULT_POLICY, "jsonl", provider(stub.url, "m", sink="provider.local"))
+    notes: list[dict[str, Any]] = []
+    for note in threads.compact_start({"threadId": tid})[1]():  # the turn, in this thread
+        notes.append(note)
+        if note["method"] == "turn/started" and stub.mode == "cancelled":
+            turn = note["params"]["turn"]["id"]
+
+            def interrupt(turn: str) -> None:  # as the server's reader thread would
+                assert stub.received.wait(30)  # mid-call
+                threads.interrupt({"threadId": tid, "turnId": turn})
+            threading.Thread(target=interrupt, args=(turn,), daemon=True).start()
+    return _provider_projection(notes, threads.read({"threadId": tid})["thread"]["items"])
+
+
+def _raw_amid_notifications(client: Client) -> Call:
+    """Raw request lines; notifications read before the answer are kept for ``wait_for``."""
+    ids = itertools.count(1)
+
+    def call(method: str, params: dict[str, Any]) -> Any:
+        ident = f"tsv-{next(ids)}"
+        client.connection.send_line(json.dumps(
+            {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}).encode())
+        while "id" not in (got := client.connection.receive()):
+            client.notifications.append(got)
+        return result_of(got, ident)
+    return call
+
+
+def _provider_served(client: Client, stub: Any, tid: str, raw: bool) -> dict[str, Any]:
+    call: Call = _raw_amid_notifications(client) if raw else (
+        lambda m, p: client.request(m, p))
+    assert call("thread/compact/start", {"threadId": tid}) == {}
+    notes = client.wait_for("turn/started")
+    if stub.mode == "cancelled":
+        assert stub.received.wait(30)
+        turn = notes[-1]["params"]["turn"]["id"]
+        assert call("turn/interrupt", {"threadId": tid, "turnId": turn}) == {}
+    notes += client.wait_for("turn/completed")
+    notes = [n for n in notes if n.get("params", {}).get("threadId") == tid]
+    return _provider_projection(notes, call("thread/read", {"threadId": tid})["thread"]["items"])
+
+
+@pytest.mark.parametrize("row", [r for r in _fixture_rows()
+                                 if r["category"] == "provider-outcome"],
+                         ids=lambda r: r["scenario_id"])
+def test_a_provider_row_holds_alike_in_process_through_the_server_and_the_sdk(
+        row: dict[str, str], tmp_path: Path) -> None:
+    from tests.shadow.test_app_server import _seeded
+    from tests.shadow.test_app_server_provider import Stub
+
+    params, expected = json.loads(row["input_json"]), json.loads(row["expected_json"])
+    assert params.get("allowFallback") in (None, False)  # the server never falls back
+    seen = {}
+    for way in ("in-process", "app-server", "python-sdk"):
+        root = tmp_path / way
+        tid = _seeded(root, messages=120)  # more than the server's window
+        stub = Stub(root, tid)
+        stub.mode = PROVIDER_MODES[params["outcome"]]
+        try:
+            if way == "in-process":
+                seen[way] = _provider_in_process(stub, root, tid)
+            else:
+                with Client.spawn(["--sessions", str(root), "--provider-url", stub.url,
+                                   "--provider-model", "m"]) as c:
+                    seen[way] = _provider_served(c, stub, tid, way == "app-server")
+        finally:
+            stub.close()
+        assert len(stub.requests) == 1, way  # one provider call each, never retried
+    assert seen["app-server"] == seen["in-process"] == seen["python-sdk"]
+    observed = seen["in-process"]
+    assert {k: observed.get(k) for k in expected} == expected, observed
+
+
 def test_every_row_is_served_or_named_as_not_served() -> None:
     rows = _fixture_rows()
     assert len(rows) == 14 and all(set(OURS) <= set(r["surfaces"].split(",")) for r in rows)
-    assert {r["scenario_id"] for r in rows} == set(SCENARIOS) | set(NOT_SERVED)
-    assert not set(SCENARIOS) & set(NOT_SERVED)
+    providers = {r["scenario_id"] for r in rows if r["category"] == "provider-outcome"}
+    assert {r["scenario_id"] for r in rows} == set(SCENARIOS) | set(NOT_SERVED) | providers
+    assert not set(SCENARIOS) & set(NOT_SERVED) and not providers & (
+        set(SCENARIOS) | set(NOT_SERVED))
+    assert {json.loads(r["input_json"])["outcome"] for r in rows
+            if r["scenario_id"] in providers} == set(PROVIDER_MODES)
 
 
 @pytest.mark.parametrize("row", [r for r in _fixture_rows() if r["scenario_id"] in SCENARIOS],
