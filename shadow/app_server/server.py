@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from queue import Queue
+from queue import Empty, Queue
 from typing import Any, BinaryIO, Final, TextIO
 
 from shadow.app_server import consolidation
@@ -171,6 +171,15 @@ def _interrupt_now(line: bytes | None) -> bool:
     return isinstance(message, dict) and message.get("method") == "turn/interrupt"
 
 
+def _next(queue: Queue[Any]) -> Any:
+    """The next line read; waits in short steps (Ctrl+C reaches a Windows wait too)."""
+    while True:
+        try:
+            return queue.get(timeout=0.5)
+        except Empty:
+            continue
+
+
 def serve(stdin: BinaryIO, stdout: BinaryIO, log: TextIO, *,
           server: Server | None = None) -> int:
     """Answer every line of ``stdin`` on ``stdout`` until end of input; 0.  A line's
@@ -213,7 +222,7 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, log: TextIO, *,
             queue.put(_EOF)
 
     threading.Thread(target=read, name="app-server-reader", daemon=True).start()
-    while (line := queue.get()) is not _EOF:
+    while (line := _next(queue)) is not _EOF:
         answer(line)
         while (after := server.pending()) is not None:
             if isinstance(after, list):
