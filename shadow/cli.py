@@ -44,13 +44,15 @@ def cmd_app_server(args: argparse.Namespace) -> int:
     from shadow.app_server.server import main as serve
 
     provider = None
-    if args.provider_url or args.provider_model:
+    if (args.provider_url or args.provider_model or args.provider_key_env
+            or args.provider_timeout is not None):
         if not (args.provider_url and args.provider_model):
-            print("shadow app-server: --provider-url and --provider-model go together",
-                  file=sys.stderr)
+            print("shadow app-server: the --provider-* options need --provider-url and "
+                  "--provider-model", file=sys.stderr)
             return 2
         provider = {"url": args.provider_url, "model": args.provider_model,
-                    "key_env": args.provider_key_env, "timeout": args.provider_timeout}
+                    "key_env": args.provider_key_env,
+                    "timeout": 60.0 if args.provider_timeout is None else args.provider_timeout}
     return serve(args.sessions, args.memory, args.config, args.session_store, provider)
 
 
@@ -102,8 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--provider-model", metavar="NAME", help="the model of --provider-url")
     a.add_argument("--provider-key-env", metavar="VAR", help="the environment variable "
                    "holding the API key (read from there only; none sent without it)")
-    a.add_argument("--provider-timeout", metavar="SECONDS", type=float, default=60.0,
-                   help="connect/read timeout of one provider call (default: 60)")
+    a.add_argument("--provider-timeout", metavar="SECONDS", type=float, default=None,
+                   help="the connect, read-gap, write and pool timeouts of one provider call "
+                   "(httpx's per-phase limits, not a total; default: 60)")
     a.set_defaults(func=cmd_app_server)
 
     from shadow import commands  # registers run / codes / gate / report / diff when present

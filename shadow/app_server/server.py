@@ -12,6 +12,7 @@ input, only at the end of its input.
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import threading
@@ -156,6 +157,7 @@ def _kernel(name: str, params: Any) -> Any:
 
 
 _EOF: Final = object()  # the reader thread's last queue entry
+READ_AHEAD: Final = 16  # lines read but not yet handled, at most
 _INTERRUPT: Final = b'"turn/interrupt"'
 
 
@@ -209,7 +211,8 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, log: TextIO, *,
                               f" {'error ' + str(err['code']) if err else 'ok'}\n")
             log.flush()
 
-    queue: Queue[Any] = Queue()
+    queue: Queue[Any] = Queue(maxsize=READ_AHEAD)  # read ahead, bounded: a client
+    # that sends faster than turns end is held back by the pipe again
 
     def read() -> None:
         try:
@@ -260,7 +263,10 @@ def main(sessions: str | None = None, memory: str | None = None,
                       session_store, summarizer)
     server = Server(threads=threads, memory=MemoryTools(Path(memory) if memory else None),
                     soul=SoulConfig(Path(config) if config else None))
+    # stdin through a reader of its own: the reader thread may sit in a read when the
+    # process ends, and must not hold the interpreter's sys.stdin lock then
+    stdin = io.BufferedReader(io.FileIO(sys.stdin.fileno(), "rb", closefd=False))
     try:
-        return serve(sys.stdin.buffer, sys.stdout.buffer, sys.stderr, server=server)
+        return serve(stdin, sys.stdout.buffer, sys.stderr, server=server)
     finally:
         threads.close()

@@ -178,9 +178,12 @@ class Threads:
             if cancel.is_set():  # interrupted before it began
                 raise SummaryCancelled()
             receipt = kernel.compact_context(request)
-        except SummaryCancelled:
-            done = lifecycle.compaction_completed(tid, turn, item, "cancelled",
-                                                  error_code="cancelled")
+        except SummaryCancelled as exc:  # a provider call given up on after it was sent
+            # may have run and be billed: the item says so (nothing else records it)
+            usage = getattr(getattr(exc, "outcome", None), "usage", None)
+            done = lifecycle.compaction_completed(
+                tid, turn, item, "cancelled", error_code="cancelled",
+                outcome={"providerUsage": "unknown"} if usage == "unknown" else None)
         except Exception as exc:  # a failed compaction (the kernel's error, a provider's):
             # the turn fails, named by its code, and the server serves on
             code = getattr(exc, "code", None)

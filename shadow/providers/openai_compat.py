@@ -16,7 +16,8 @@ Outcome mapping (the failure-semantics table, §17)::
     request never reached the provider (connect)   degraded (+ fallback)    none
     provider answered 4xx / 5xx                    degraded (+ fallback)    none
     sent, answer lost (timeout, reset, 502/504)    reconciliation_required  unknown
-    cancelled by the caller                        aborted                  none
+    cancelled by the caller                        aborted                  none (unknown
+                                                                            once sent)
 
 ``degraded`` always names :data:`FALLBACK_STRATEGY` and is never presented as a semantic
 summary; ``reconciliation_required`` is never counted as zero cost and never retried here.
@@ -349,8 +350,8 @@ class CancellableTransport(httpx.BaseTransport):
         def exchange() -> None:
             try:
                 response = self.inner.handle_request(request)
-                box["body"] = response.read()  # read here: the caller may be gone
-                box["response"] = response
+                box["body"] = response.read()  # read (and decoded) here: the caller may
+                box["response"] = response  # be gone
                 response.close()
             except BaseException as error:  # handed to the caller, raised there
                 box["error"] = error
@@ -364,7 +365,10 @@ class CancellableTransport(httpx.BaseTransport):
         if "error" in box:
             raise box["error"]
         sent: httpx.Response = box["response"]
-        return httpx.Response(sent.status_code, headers=sent.headers, content=box["body"],
+        # the body is decoded already: its encoding and length headers no longer apply
+        headers = [(k, v) for k, v in sent.headers.multi_items()
+                   if k.lower() not in ("content-encoding", "content-length")]
+        return httpx.Response(sent.status_code, headers=headers, content=box["body"],
                               request=request, extensions=sent.extensions)
 
     def close(self) -> None:
@@ -595,7 +599,9 @@ class OpenAICompatSummarizer:
                                 observed_at=self.observed_at or _now_iso())
             return {"items": [item], "usageReceipt": receipt}
         if outcome.status == ABORTED:
-            raise SummaryCancelled("provider call cancelled")
+            cancelled = SummaryCancelled("provider call cancelled")
+            cancelled.outcome = outcome  # type: ignore[attr-defined]  # usage: none | unknown
+            raise cancelled
         message = f"provider summary {outcome.status}: {outcome.reason}"
         if outcome.status == RECONCILIATION_REQUIRED:
             failure = SummarizerFailure(message, code=outcome.reason, outcome_unknown=True)

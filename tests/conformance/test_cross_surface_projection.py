@@ -365,6 +365,9 @@ def test_a_provider_row_holds_alike_in_process_through_the_server_and_the_sdk(
     assert seen["app-server"] == seen["in-process"] == seen["python-sdk"]
     observed = seen["in-process"]
     assert {k: observed.get(k) for k in expected} == expected, observed
+    # what the rows cannot tell apart, the turn does: an interrupt, or a failed call
+    assert observed["turn"] == ("interrupted" if params["outcome"] == "cancelled" else
+                                "completed" if params["outcome"] == "settled" else "failed")
 
 
 def test_every_row_is_served_or_named_as_not_served() -> None:

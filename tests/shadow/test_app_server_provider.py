@@ -11,7 +11,9 @@ flight.
 
 from __future__ import annotations
 
+import gzip
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -44,6 +46,7 @@ class Stub:
 
     def __init__(self, sessions: Path, tid: str) -> None:
         self.mode = "committed"
+        self.gzip = False  # answer content-encoded, as real providers do
         self.sessions, self.tid = sessions, tid
         self.requests: list[dict[str, Any]] = []  # path, auth header, body keys
         self.received = threading.Event()  # a request arrived
@@ -62,6 +65,9 @@ class Stub:
                 try:
                     self.send_response(status)
                     self.send_header("content-type", "application/json")
+                    if stub.gzip:
+                        data = gzip.compress(data)
+                        self.send_header("content-encoding", "gzip")
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
@@ -123,7 +129,14 @@ def _check_turn(notes: list[dict[str, Any]], tid: str, outcome: str) -> dict[str
     assert item["type"] == "contextCompaction" and item["id"] == notes[1]["params"]["item"]["id"]
     assert item["compaction"]["status"] == outcome
     assert (item["status"], notes[3]["params"]["turn"]["status"]) == OUTCOME_STATUS[outcome]
+    error = notes[3]["params"]["turn"].get("error")
+    assert (error is None) == (outcome in ("committed", "degraded"))
     return dict(item["compaction"])
+
+
+#: the turn's error code of each outcome a provider answer leads to
+ERROR_CODES = {"stale": "stale", "reconciliation_required": "reconciliation_required",
+               "aborted": "provider_http_error"}
 
 
 @pytest.mark.parametrize("outcome", ["committed", "degraded", "stale",
@@ -136,6 +149,9 @@ def test_each_provider_outcome_in_order_through_a_subprocess(stub: Stub, outcome
         notes = client.wait_for("turn/completed")
         compaction = _check_turn(notes, stub.tid, outcome)
         after = client.read_thread(stub.tid)["thread"]
+    if outcome in ERROR_CODES:
+        assert notes[3]["params"]["turn"]["error"]["code"] == ERROR_CODES[outcome]
+    assert "providerUsage" not in compaction
     assert len(stub.requests) == 1  # one provider call, never retried
     assert stub.requests[0]["path"] == "/v1/chat/completions"
     assert stub.requests[0]["authorization"] is None  # no --provider-key-env: no key sent
@@ -162,8 +178,10 @@ def test_turn_interrupt_cancels_the_provider_call_in_flight(stub: Stub) -> None:
         assert client.interrupt_turn(stub.tid, turn) == {}
         notes = [n for n in started if n["method"] in ORDER] + client.wait_for(
             "turn/completed")
-        _check_turn(notes, stub.tid, "cancelled")
+        compaction = _check_turn(notes, stub.tid, "cancelled")
         assert notes[3]["params"]["turn"]["status"] == "interrupted"
+        assert notes[3]["params"]["turn"]["error"]["code"] == "cancelled"
+        assert compaction["providerUsage"] == "unknown"  # it was sent: it may be billed
         assert client.read_thread(stub.tid)["thread"] == before  # nothing changed
         from shadow.sdk import ServerError
 
@@ -196,7 +214,14 @@ def test_bad_provider_options_are_usage_errors(monkeypatch: pytest.MonkeyPatch) 
         provider("http://127.0.0.1:9/v1", "m", key_env="SHADOW_TEST_UNSET_KEY")
     with pytest.raises(ProviderSetupError, match="http"):
         provider("file:///etc/passwd", "m")
+    with pytest.raises(ProviderSetupError, match="unencrypted"):
+        monkeypatch.setenv("SHADOW_TEST_SET_KEY", SECRET)
+        provider("http://llm.example/v1", "m", key_env="SHADOW_TEST_SET_KEY")
+    provider("https://llm.example/v1", "m", key_env="SHADOW_TEST_SET_KEY")  # fine
     for args in (["--provider-url", "http://127.0.0.1:9/v1"],  # a model is needed too
+                 ["--provider-key-env", "X"],  # a provider option without a provider
+                 ["--provider-url", "http://127.0.0.1:9/v1", "--provider-model", "m",
+                  "--provider-timeout", "-1"],
                  ["--provider-url", "ftp://x", "--provider-model", "m"]):
         proc = subprocess.run([sys.executable, "-m", "shadow", "app-server", *args],
                               input=b"", capture_output=True, cwd=ROOT, check=False,
@@ -229,3 +254,88 @@ def test_the_cancellable_transport_gives_up_only_when_cancelled() -> None:
     with pytest.raises(ProviderCancelled) as early:  # already cancelled: nothing is sent
         transport.handle_request(httpx.Request("POST", "http://x/v1"))
     assert early.value.sent is False
+    from shadow.providers.openai_compat import outcome_from_error
+
+    after_send = outcome_from_error(sent.value)
+    assert (after_send.status, after_send.usage, after_send.reason) == (
+        "aborted", "unknown", "cancelled") and after_send.detail["sent"] is True
+    before_send = outcome_from_error(early.value)
+    assert (before_send.usage, "sent" in before_send.detail) == ("none", False)
+
+
+def test_the_cancellable_transport_keeps_the_answer_encoded_for_the_client() -> None:
+    import httpx
+
+    from shadow.providers.openai_compat import OpenAICompatClient
+
+    body = {"id": "c1", "model": "m", "usage": USAGE,
+            "choices": [{"message": {"role": "assistant", "content": _handoff()}}]}
+    zipped = gzip.compress(json.dumps(body).encode())
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-encoding": "gzip"}, content=zipped)
+
+    client = OpenAICompatClient(base_url="http://x/v1", transport=CancellableTransport(
+        httpx.MockTransport(answer), lambda: False, poll=0.01))
+    assert client.complete({"model": "m", "messages": []}).status == "committed"
+
+
+def test_a_compressed_answer_is_read_as_the_client_would(stub: Stub) -> None:
+    stub.gzip = True  # httpx asks for gzip; real providers send it
+    with _client(stub) as client:
+        assert client.request("thread/compact/start", {"threadId": stub.tid}) == {}
+        compaction = _check_turn(client.wait_for("turn/completed"), stub.tid, "committed")
+        items = client.read_thread(stub.tid)["thread"]["items"]
+    assert compaction["status"] == "committed"
+    assert any(i["sourceRef"]["store"] == "provider-summary" for i in items)
+
+
+def test_an_unreachable_provider_aborts_the_turn(stub: Stub) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with Client.spawn(["--sessions", str(stub.sessions), "--provider-url",
+                       f"http://127.0.0.1:{port}/v1", "--provider-model", "m"]) as client:
+        before = client.read_thread(stub.tid)["thread"]
+        assert client.request("thread/compact/start", {"threadId": stub.tid}) == {}
+        notes = client.wait_for("turn/completed")
+        _check_turn(notes, stub.tid, "aborted")
+        assert notes[3]["params"]["turn"]["error"]["code"] == "provider_unavailable"
+        assert client.read_thread(stub.tid)["thread"] == before
+
+
+def test_lines_wait_for_the_turn_but_an_interrupt_does_not(stub: Stub) -> None:
+    """While a turn runs, ``thread/read`` is answered after its ``turn/completed``; a
+    ``turn/interrupt`` naming another thread is -32602 at once, the right one ``{}``."""
+    stub.mode = "cancelled"
+    with _client(stub) as client:
+        conn = client.connection
+        assert client.request("thread/compact/start", {"threadId": stub.tid}) == {}
+        turn = client.wait_for("turn/started")[-1]["params"]["turn"]["id"]
+        assert stub.received.wait(30)
+        for message in ({"id": "read", "method": "thread/read", "params": {"threadId": stub.tid}},
+                        {"id": "other", "method": "turn/interrupt",
+                         "params": {"threadId": "thr_other", "turnId": turn}},
+                        {"id": "stop", "method": "turn/interrupt",
+                         "params": {"threadId": stub.tid, "turnId": turn}}):
+            conn.send(message)
+        seen = [conn.receive() for _ in range(6)]
+    order = [m.get("id", m.get("method")) for m in seen]
+    assert order == ["item/started", "other", "stop", "item/completed", "turn/completed",
+                     "read"], order
+    assert seen[1]["error"]["code"] == -32602 and seen[1]["error"]["data"]["field"] == "turnId"
+    assert seen[2]["result"] == {}
+    assert seen[5]["result"]["thread"]["id"] == stub.tid
+
+
+def test_an_interrupt_read_while_no_turn_runs_waits_its_turn(stub: Stub) -> None:
+    from shadow.app_server.server import Server
+    from tests.shadow.test_app_server import _drive, _threads
+
+    out = _drive(Server(threads=_threads(stub.sessions)), INIT,
+                 {"id": 1, "method": "thread/resume", "params": {"threadId": stub.tid}},
+                 {"id": 2, "method": "turn/interrupt",
+                  "params": {"threadId": stub.tid, "turnId": "turn_none"}},
+                 {"id": 3, "method": "thread/resume", "params": {"threadId": stub.tid}})
+    assert [m["id"] for m in out] == [0, 1, 2, 3]  # in line order: nothing jumped ahead
+    assert out[2]["error"]["code"] == -32602
