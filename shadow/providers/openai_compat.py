@@ -375,7 +375,6 @@ class CancellableTransport(httpx.BaseTransport):
         self.inner.close()
 
 
-
 @dataclass(frozen=True, slots=True)
 class OpenAICompatClient:
     """One chat-completions call per :meth:`complete`; retries off, timeouts explicit.

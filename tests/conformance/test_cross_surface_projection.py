@@ -66,6 +66,8 @@ def client() -> Iterator[Client]:
 
 
 def _wire(client: Client) -> Call:
+    """Raw request lines; notifications read before the answer (a turn's) are kept in
+    ``client.notifications`` for ``wait_for``."""
     ids = itertools.count(1)
 
     def call(method: str, params: dict[str, Any]) -> Any:
@@ -73,7 +75,10 @@ def _wire(client: Client) -> Call:
         client.connection.send_line(json.dumps(
             {"jsonrpc": "2.0", "id": ident, "method": method, "params": params},
             ensure_ascii=False).encode("utf-8"))
-        return result_of(client.connection.receive(), ident)
+        while isinstance(got := client.connection.receive(), dict) and "method" in got \
+                and "id" not in got:
+            client.notifications.append(got)
+        return result_of(got, ident)
     return call
 
 
@@ -308,23 +313,8 @@ def _provider_in_process(stub: Any, root: Path, tid: str) -> dict[str, Any]:
     return _provider_projection(notes, threads.read({"threadId": tid})["thread"]["items"])
 
 
-def _raw_amid_notifications(client: Client) -> Call:
-    """Raw request lines; notifications read before the answer are kept for ``wait_for``."""
-    ids = itertools.count(1)
-
-    def call(method: str, params: dict[str, Any]) -> Any:
-        ident = f"tsv-{next(ids)}"
-        client.connection.send_line(json.dumps(
-            {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}).encode())
-        while "id" not in (got := client.connection.receive()):
-            client.notifications.append(got)
-        return result_of(got, ident)
-    return call
-
-
 def _provider_served(client: Client, stub: Any, tid: str, raw: bool) -> dict[str, Any]:
-    call: Call = _raw_amid_notifications(client) if raw else (
-        lambda m, p: client.request(m, p))
+    call: Call = _wire(client) if raw else (lambda m, p: client.request(m, p))
     assert call("thread/compact/start", {"threadId": tid}) == {}
     notes = client.wait_for("turn/started")
     if stub.mode == "cancelled":

@@ -266,6 +266,26 @@ def _summarizer(kind: str, root: Path, tid: str) -> Any:
     return run
 
 
+def check_turn(notes: list[dict[str, Any]], tid: str, outcome: str) -> dict[str, Any]:
+    """A compaction turn's notifications: exactly the four, in order, one turn and one
+    ``contextCompaction`` item, the outcome only there; the item's compaction facts."""
+    from kernel.compaction.thread import OUTCOME_STATUS
+
+    assert [n["method"] for n in notes] == ORDER and all("id" not in n for n in notes)
+    assert all(n["params"]["threadId"] == tid for n in notes)
+    turn = notes[0]["params"]["turn"]["id"]
+    assert all(n["params"].get("turnId", turn) == turn for n in notes)
+    assert notes[3]["params"]["turn"]["id"] == turn
+    assert notes[1]["params"]["item"]["type"] == "contextCompaction"
+    item = notes[2]["params"]["item"]
+    assert item["type"] == "contextCompaction" and item["id"] == notes[1]["params"]["item"]["id"]
+    assert item["compaction"]["status"] == outcome
+    assert (item["status"], notes[3]["params"]["turn"]["status"]) == OUTCOME_STATUS[outcome]
+    error = notes[3]["params"]["turn"].get("error")
+    assert (error is None) == (outcome in ("committed", "degraded"))
+    return dict(item["compaction"])
+
+
 @pytest.mark.parametrize("outcome", ["committed", "degraded", "stale",
                                      "reconciliation_required", "aborted", "cancelled"])
 def test_compaction_answers_empty_then_the_four_notifications_in_order(
@@ -277,18 +297,7 @@ def test_compaction_answers_empty_then_the_four_notifications_in_order(
     out = _drive(server, INIT, {"id": 1, "method": "thread/compact/start",
                                 "params": {"threadId": tid}})
     assert out[1] == {"jsonrpc": "2.0", "id": 1, "result": {}}  # nothing of the outcome
-    notes = out[2:]
-    assert [n["method"] for n in notes] == ORDER and all("id" not in n for n in notes)
-    assert all(n["params"]["threadId"] == tid for n in notes)
-    turn = notes[0]["params"]["turn"]["id"]
-    assert all(n["params"].get("turnId", turn) == turn for n in notes)
-    assert notes[1]["params"]["item"]["type"] == "contextCompaction"
-    item = notes[2]["params"]["item"]
-    assert item["id"] == notes[1]["params"]["item"]["id"]
-    assert item["compaction"]["status"] == outcome
-    from kernel.compaction.thread import OUTCOME_STATUS
-
-    assert (item["status"], notes[3]["params"]["turn"]["status"]) == OUTCOME_STATUS[outcome]
+    check_turn(out[2:], tid, outcome)
 
 
 def test_threads_start_resume_read_over_the_session_store(tmp_path: Path) -> None:

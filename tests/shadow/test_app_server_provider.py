@@ -24,11 +24,10 @@ from typing import Any
 
 import pytest
 
-from kernel.compaction.thread import OUTCOME_STATUS
 from shadow.app_server.provider import ProviderSetupError, provider
 from shadow.providers.openai_compat import HANDOFF_FIELDS, CancellableTransport
 from shadow.sdk import Client
-from tests.shadow.test_app_server import INIT, ORDER, SECRET, _seeded
+from tests.shadow.test_app_server import INIT, ORDER, SECRET, _seeded, check_turn
 from tests.shadow.test_app_server_sdk import _fits
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,20 +117,9 @@ def _client(stub: Stub, *extra: str) -> Client:
 
 
 def _check_turn(notes: list[dict[str, Any]], tid: str, outcome: str) -> dict[str, Any]:
-    assert [n["method"] for n in notes] == ORDER and all("id" not in n for n in notes)
-    for n in notes:
+    for n in notes:  # each as the schema has it
         _fits("notification", n["method"], n["params"])
-        assert n["params"]["threadId"] == tid
-    turn = notes[0]["params"]["turn"]["id"]
-    assert all(n["params"].get("turnId", turn) == turn for n in notes)
-    assert notes[3]["params"]["turn"]["id"] == turn
-    item = notes[2]["params"]["item"]
-    assert item["type"] == "contextCompaction" and item["id"] == notes[1]["params"]["item"]["id"]
-    assert item["compaction"]["status"] == outcome
-    assert (item["status"], notes[3]["params"]["turn"]["status"]) == OUTCOME_STATUS[outcome]
-    error = notes[3]["params"]["turn"].get("error")
-    assert (error is None) == (outcome in ("committed", "degraded"))
-    return dict(item["compaction"])
+    return check_turn(notes, tid, outcome)
 
 
 #: the turn's error code of each outcome a provider answer leads to
